@@ -32,7 +32,7 @@ test: install
 	$(BIN)/python scripts/run_tests.py
 
 export: install
-	$(BIN)/nbdev_export && $(BIN)/nbdev_clean
+	$(BIN)/nbdev_clean && $(BIN)/nbdev_export
 
 clean-venv:
 	rm -rf $(VENV)
