@@ -26,6 +26,7 @@ sysdeps:
 install: $(STAMP) sysdeps
 
 run: install
+	$(BIN)/swecl run --plan offline --out results
 	$(BIN)/swecl report --results results --out reports
 
 test: install
