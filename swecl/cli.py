@@ -13,8 +13,9 @@ from .runner import RunError
 from .poisoning import PoisonError
 
 # %% auto #0
-__all__ = ['UsageError', 'cmd_build_dataset', 'cmd_stats', 'cmd_similarity', 'cmd_metrics', 'cmd_report', 'cmd_validate',
-           'cmd_sandbox', 'cmd_bench', 'cmd_run', 'cmd_poison', 'cmd_retrieval_study', 'cmd_solve', 'parser', 'main']
+__all__ = ['COMPAT_HELP', 'UsageError', 'cmd_build_dataset', 'cmd_stats', 'cmd_similarity', 'cmd_metrics', 'cmd_report',
+           'cmd_validate', 'cmd_sandbox', 'cmd_bench', 'cmd_run', 'cmd_poison', 'cmd_retrieval_study', 'cmd_solve',
+           'parser', 'main']
 
 # %% ../nbs/13_cli.ipynb #d5a0a931
 class UsageError(Exception):
@@ -88,6 +89,8 @@ def _load_tasks(dataset:str, instances=None, repos=None) -> tuple:
     if not tasks: raise UsageError(f"No task of {dataset} matches the selection; check --instances/--repos.")
     return b, tasks
 
+COMPAT_HELP = 'the compatibility layer for old suites on a newer host Python (recorded on each attempt); the env validate --compat grades in'
+
 def _sandbox(kind:str, bench, timeout=None, compat=False):
     from swecl.sandbox import sandbox_for, Limits
     return sandbox_for(kind, bench, compat=compat, **({'limits': Limits(timeout=timeout)} if timeout else {}))
@@ -114,7 +117,7 @@ def cmd_sandbox(a):
     cmd = a.cmd[1:] if a.cmd[:1] == ['--'] else a.cmd
     if not cmd: raise UsageError("No command given; put it after --, e.g. swecl sandbox --instance ID -- git log --oneline.")
     b, tasks = _load_tasks(a.dataset, [a.instance])
-    sb = _sandbox(a.sandbox, b, a.timeout)
+    sb = _sandbox(a.sandbox, b, a.timeout, a.compat)
     import shlex
     with sb.open(tasks[0]) as s: r = s.run(shlex.join(cmd))
     sys.stdout.write(r.output)
@@ -185,7 +188,7 @@ def cmd_solve(a):
     from swecl import agent, models
     b, tasks = _load_tasks(a.dataset, [a.instance])
     model = models.make_model(a.model)  # a bad name or a missing key fails here, before any work
-    sb = _sandbox(a.sandbox, b, a.timeout)
+    sb = _sandbox(a.sandbox, b, a.timeout, a.compat)
     t = tasks[0]
     if a.single_shot: r = agent.single_shot(t, model, sb, log_dir=a.logs)
     else:
@@ -238,10 +241,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument('--instances', nargs='*'); s.add_argument('--repos', nargs='*')
     s.add_argument('--timeout', type=float, help='seconds per test run (default 900)')
     s.add_argument('--logs', help='keep each grading log under this folder'); s.add_argument('--out', help='write the table as markdown')
-    s.add_argument('--compat', action='store_true', help='back-fill removed stdlib APIs for old suites on a newer host Python (recorded)')
+    s.add_argument('--compat', action='store_true', help=COMPAT_HELP)
     s = add('sandbox', cmd_sandbox, "Run one command in a fresh sandbox of a task; exits with the command's exit code.")
     s.add_argument('--dataset', default='mini'); s.add_argument('--instance', required=True)
     s.add_argument('--sandbox', choices=['local', 'local-unsafe', 'docker'], default='local'); s.add_argument('--timeout', type=float)
+    s.add_argument('--compat', action='store_true', help=COMPAT_HELP)
     s.add_argument('cmd', nargs=argparse.REMAINDER, help='-- then the command')
     s = add('bench', cmd_bench, 'Performance figures: sandbox setup against a fresh clone + venv; memory store and embedders.')
     s.add_argument('what', choices=['sandbox', 'memory']); s.add_argument('--dataset', default='mini')
@@ -266,6 +270,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument('--dataset', default='mini'); s.add_argument('--instance', required=True)
     s.add_argument('--model', default=os.environ.get('SWECL_MODEL', 'scripted'), help='anthropic:<model>, openai:<base_url>:<model>, llamacpp:<gguf>, replay:<file>, scripted[:<file>]')
     s.add_argument('--sandbox', choices=['local', 'local-unsafe', 'docker'], default='local'); s.add_argument('--timeout', type=float)
+    s.add_argument('--compat', action='store_true', help=COMPAT_HELP)
     s.add_argument('--max-steps', type=int, default=40); s.add_argument('--max-cost', type=float); s.add_argument('--max-seconds', type=float)
     s.add_argument('--single-shot', action='store_true', help='one prompt (Appendix A), one diff')
     s.add_argument('--trajectory', help='append the trajectory here (JSON lines)'); s.add_argument('--logs', help='keep the grading log here')

@@ -206,10 +206,17 @@ COMPAT_RELEASES = {
     'py': ('3.11', '2021-11-05T00:00:00Z'),  # py 1.11: apipkg's lazy modules without __spec__ break imports on 3.11
     'typed-ast': ('3.11', '2023-07-06T00:00:00Z'),  # 1.5.5: older releases do not compile against 3.11's C API
     'importlib-metadata': ('3.8', '2020-07-01T00:00:00Z'),  # 1.7: older ones call 3.8+'s finders with a str, not a Context
-    'pytest': ('3.10', '2021-08-30T00:00:00Z'),  # up to 6.2.5, the first on 3.10, as far as its dependencies at the cut-off allow
+    'pytest': ('3.10', '2021-08-30T00:00:00Z'),  # up to 6.2.5, the first on 3.10 (older ones print no per-test results with -rA)
+    # pytest 6.2.5's dependencies, each at the oldest release it accepts, so a 2013-2015 cut-off (requests 1.x-2.9) can have it;
+    # later cut-offs already include these, so their envs are unchanged
+    'attrs': ('3.10', '2019-10-02T00:00:00Z'),  # 19.2.0
+    'pluggy': ('3.10', '2019-05-28T00:00:00Z'),  # 0.12.0
+    'iniconfig': ('3.10', '2016-09-24T00:00:00Z'),  # 1.0.0
+    'toml': ('3.10', '2018-10-05T00:00:00Z'),  # 0.10.0
+    'packaging': ('3.10', '2014-09-06T00:00:00Z'),  # 14.0
 }
 
-ENV_RECIPE = 3  # bumped when the build changes, so a cached env from an older recipe is not reused
+ENV_RECIPE = 4  # bumped when the build changes, so a cached env from an older recipe is not reused
 
 FAR_FUTURE = '2100-01-01T00:00:00Z'  # an exact pin's cut-off: any upload date
 
@@ -390,24 +397,29 @@ def project_requirements(vpy:Path, src:str, extras:str|None) -> list:
             req.marker = None; out.append(str(req))
     return list(dict.fromkeys(out))
 
-def _task_dependencies(path:Path, task:Task, gitdir:Path, spec:dict, man:dict, pre:list) -> list:
-    """Dependencies the task's base commit declares beyond the environment commit's (pytest 5.4 tasks need `wcwidth`, which
-    the later environment commit dropped): SWE-bench's per-instance `pip install -e .` fetches them online; here they are
-    installed once per base commit, outside the sandbox, with the env's cut-off. Returns notes."""
-    if not re.search(r'pip install (?:-e )?\.', spec.get('install') or ''): return []
+def _task_env(path:Path, task:Task, gitdir:Path, spec:dict, man:dict, pre:list) -> tuple:
+    """The env folder a task runs in, and notes. When the task's base commit declares other dependencies than the environment
+    commit (pytest 5.4 tasks need `wcwidth`, which the later environment commit dropped), SWE-bench's per-instance
+    `pip install -e .` fetches them online; here a copy of the env gets them, with the env's cut-off, once per dependency key.
+    A copy, because base commits of one version can disagree (pylint 2.15: `astroid<=2.12.0-dev0` against `>=2.12.2`)."""
+    if not re.search(r'pip install (?:-e )?\.', spec.get('install') or ''): return path, []
     key = dependency_key(gitdir, task.base_commit)
-    if key == dependency_key(gitdir, man['setup_commit']): return []
-    mark = path / 'tasks' / f'{key}.json'
-    with FileLock(str(path) + '.install.lock'):
-        if not mark.exists():
-            log = []
-            try: _install_project(uv_bin(), path / 'bin' / 'python', gitdir, task.base_commit, spec.get('install'), man['cutoff'], log,
-                                  task.version, pre, man['held'])
-            except EnvError as e: log.append({'error': str(e)})
-            relocate_scripts(path)
-            mark.parent.mkdir(exist_ok=True); mark.write_text(json.dumps(log, default=str))
-    errors = [s['error'] for s in json.loads(mark.read_text()) if 'error' in s]
-    return [f"the base commit's own dependencies could not be installed: {errors[0]}"] if errors else []
+    if key == dependency_key(gitdir, man['setup_commit']): return path, []
+    def build(tmp:Path):
+        with FileLock(str(path) + '.install.lock'):  # not while a session installs its project into the env
+            shutil.copytree(path, tmp, symlinks=True, dirs_exist_ok=True)
+        (tmp / '.ready').unlink(missing_ok=True)
+        log = []
+        try: _install_project(uv_bin(), tmp / 'bin' / 'python', gitdir, task.base_commit, spec.get('install'), man['cutoff'], log,
+                              task.version, pre, man['held'])
+        except EnvError as e: log.append({'error': str(e)})
+        relocate_scripts(tmp)
+        (tmp / 'base-dependencies.json').write_text(json.dumps({'base_commit': task.base_commit, 'key': key, 'steps': log}, indent=1, default=str))
+    derived = _atomic_dir(path.with_name(f'{path.name}-deps-{key}'), build)
+    steps = json.loads((derived / 'base-dependencies.json').read_text())['steps']
+    errors = [s['error'] for s in steps if 'error' in s]
+    return derived, [f"the base commit's own dependencies installed into a copy of the env ({derived.name})"] + (
+        [f"the base commit's own dependencies could not be installed: {errors[0]}"] if errors else [])
 
 def _swebench_env(task:Task, gitdir:Path, fetch_python:bool, cutoff:bool, compat:bool) -> Env:
     spec = swebench_spec(task)
@@ -447,7 +459,7 @@ def _swebench_env(task:Task, gitdir:Path, fetch_python:bool, cutoff:bool, compat
         sp_pinned, sp_loose = split_pins(spec.get('pip_packages', []))
         # SWE-bench's order: requirements, the spec's packages, then the project. Exact pins are not date-limited anywhere,
         # so resolving the project keeps them (atomicwrites 1.4.1 is the only release left on PyPI).
-        held = {**{req_name(p): FAR_FUTURE for p in pinned + sp_pinned}, **lifts}
+        held = {**lifts, **{req_name(p): FAR_FUTURE for p in pinned + sp_pinned}}  # a lift never narrows an exact pin
         _pip_install(uv, vpy, pinned, None, log); _pip_install(uv, vpy, loose, date, log, lifts=held)
         _pip_install(uv, vpy, sp_pinned, None, log); _pip_install(uv, vpy, sp_loose, date, log, lifts=held)
         _install_project(uv, vpy, gitdir, setup_commit, spec.get('install'), date, log, task.version, pre, held)
@@ -459,8 +471,8 @@ def _swebench_env(task:Task, gitdir:Path, fetch_python:bool, cutoff:bool, compat
     try: path = _atomic_dir(final, build)
     except subprocess.TimeoutExpired: raise EnvError(f"Building the environment of {task.repo} {task.version} timed out.", 'env-build') from None
     man = json.loads((path / 'manifest.json').read_text())
+    path, topped = _task_env(path, task, gitdir, spec, man, pre)
     if compat: write_compat_layer(path)  # a cached env gets the current layer
-    topped = _task_dependencies(path, task, gitdir, spec, man, pre)
     install = offline_install(spec.get('install'))
     notes = [f"python {man['python']} (spec {man['spec_python']})"] + ([f"unpinned requirements resolved as of {man['cutoff']}"] if man['cutoff'] else [])
     notes += [f"pre_install not run: {c}" for c in spec.get('pre_install', []) if 'apt-get' in c]
