@@ -5,6 +5,8 @@ missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v git >/dev/null 2>&1 || missing+=(git)
 command -v patch >/dev/null 2>&1 || missing+=(patch)
+# the sandbox's tarpit routes (connect-timeout tests time out as on a networked host)
+PATH="$PATH:/usr/sbin:/sbin" command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "sysdeps: installing ${missing[*]} with apt-get"

@@ -95,21 +95,39 @@ def _sandbox(kind:str, bench, timeout=None, compat=False):
     from swecl.sandbox import sandbox_for, Limits
     return sandbox_for(kind, bench, compat=compat, **({'limits': Limits(timeout=timeout)} if timeout else {}))
 
+def _read_records(paths:list) -> list:
+    records = []
+    for p in paths:
+        try: data = json.loads(Path(p).read_text())
+        except (OSError, ValueError) as e: raise UsageError(f"Cannot read validation records from {p} ({e}); pass files written by swecl validate --json.") from None
+        if not isinstance(data, list) or not all(isinstance(r, dict) and {'instance_id', 'policy', 'repo', 'resolved'} <= set(r) for r in data):
+            raise UsageError(f"{p} does not hold validation records; pass files written by swecl validate --json.")
+        records += data
+    return records
+
 def cmd_validate(a):
     from swecl import grading
     from tabulate import tabulate
-    b, tasks = _load_tasks(a.dataset, a.instances, a.repos)
-    sb = _sandbox(a.sandbox, b, a.timeout, a.compat)
-    policies = list(grading.POLICIES) if a.policy == 'both' else [a.policy]
-    records, rows = grading.validate_policies(tasks, sb, policies, a.logs)
-    bad = sum(r['unexpected'] for r in rows)
-    table = tabulate(rows, headers='keys', tablefmt='github')
-    print(table)
-    infra = sum(r['error'] is not None for r in records)
-    print(f"{len(records)} gradings: {len(records) - bad - infra} as expected, {bad} unexpected, {infra} infrastructure errors")
+    if a.merge: records, rows = _read_records(a.merge), []
+    else:
+        b, tasks = _load_tasks(a.dataset, a.instances, a.repos)
+        sb = _sandbox(a.sandbox, b, a.timeout, a.compat)
+        policies = list(grading.POLICIES) if a.policy == 'both' else [a.policy]
+        records, rows = grading.validate_policies(tasks, sb, policies, a.logs)
+    tables = [tabulate(rows, headers='keys', tablefmt='github')] if rows else []
+    joined = grading.harness_table(records) if a.merge or {r['policy'] for r in records} >= set(grading.POLICIES) else []
+    tables += [tabulate(joined, headers='keys', tablefmt='github')] if joined else []
+    print('\n\n'.join(tables))
+    bad = sum(r['unexpected'] for r in rows) if rows else joined[-1]['unexpected']
+    if rows:
+        infra = sum(r['error'] is not None for r in records)
+        print(f"{len(records)} gradings: {len(records) - bad - infra} as expected, {bad} unexpected, {infra} infrastructure errors")
+    if joined:
+        t = joined[-1]; print(f"{t['n']} instances: {t['both']} gold→resolved and empty→unresolved, {t['unexpected']} unexpected, infrastructure: {t['infra']}")
     if a.out:
         out = Path(a.out); out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(f"# Harness validation: {a.dataset}\n\nGold patches must resolve and empty patches must not ({a.sandbox} sandbox).\n\n{table}\n")
+        what = f"runs {', '.join(a.merge)}" if a.merge else f"{a.sandbox} sandbox"
+        out.write_text(f"# Harness validation: {a.dataset}\n\nGold patches must resolve and empty patches must not ({what}).\n\n" + '\n\n'.join(tables) + '\n')
     _write_json(a.json, records)
     if bad: raise SystemExit(1)
 
@@ -241,6 +259,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument('--instances', nargs='*'); s.add_argument('--repos', nargs='*')
     s.add_argument('--timeout', type=float, help='seconds per test run (default 900)')
     s.add_argument('--logs', help='keep each grading log under this folder'); s.add_argument('--out', help='write the table as markdown')
+    s.add_argument('--merge', nargs='+', metavar='JSON', help='grade nothing: join the records of earlier --json runs (later files win) into the table')
     s.add_argument('--compat', action='store_true', help=COMPAT_HELP)
     s = add('sandbox', cmd_sandbox, "Run one command in a fresh sandbox of a task; exits with the command's exit code.")
     s.add_argument('--dataset', default='mini'); s.add_argument('--instance', required=True)

@@ -206,12 +206,12 @@ COMPAT_RELEASES = {
     'py': ('3.11', '2021-11-05T00:00:00Z'),  # py 1.11: apipkg's lazy modules without __spec__ break imports on 3.11
     'typed-ast': ('3.11', '2023-07-06T00:00:00Z'),  # 1.5.5: older releases do not compile against 3.11's C API
     'importlib-metadata': ('3.8', '2020-07-01T00:00:00Z'),  # 1.7: older ones call 3.8+'s finders with a str, not a Context
-    'pytest': ('3.10', '2021-08-30T00:00:00Z'),  # up to 6.2.5, the first on 3.10 (older ones print no per-test results with -rA)
-    # pytest 6.2.5's dependencies, each at the oldest release it accepts, so a 2013-2015 cut-off (requests 1.x-2.9) can have it;
-    # later cut-offs already include these, so their envs are unchanged
+    'pytest': ('3.10', '2021-08-30T00:00:00Z'),  # up to 6.2.4, uploaded before 6.2.5 (older 4.x print no per-test results with -rA)
+    # pytest 6.2's dependencies, each at the oldest release it accepts (as a wheel), so a 2013-2015 cut-off (requests 1.x-2.9)
+    # can have it; later cut-offs already include most of these, so their envs hardly change
     'attrs': ('3.10', '2019-10-02T00:00:00Z'),  # 19.2.0
-    'pluggy': ('3.10', '2019-05-28T00:00:00Z'),  # 0.12.0
-    'iniconfig': ('3.10', '2016-09-24T00:00:00Z'),  # 1.0.0
+    'pluggy': ('3.10', '2019-09-11T00:00:00Z'),  # 0.13.0: 0.12 needs importlib-metadata (and zipp) on every Python
+    'iniconfig': ('3.10', '2020-08-01T00:00:00Z'),  # 1.0.1: 1.0.0 is an sdist that needs a setuptools_scm of 2016+ to build
     'toml': ('3.10', '2018-10-05T00:00:00Z'),  # 0.10.0
     'packaging': ('3.10', '2014-09-06T00:00:00Z'),  # 14.0
 }

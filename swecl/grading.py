@@ -18,7 +18,8 @@ from .sandbox import SandboxError, SAFE_GIT
 # %% auto #0
 __all__ = ['APPLY_METHODS', 'NETWORK_SIGNS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPENDENCY_MSG', 'POLICIES', 'Grade', 'is_mini',
            'test_command', 'tox_direct', 'parse_log', 'test_report', 'with_id_spellings', 'apply_patch', 'patch_files',
-           'needs_network', 'grade', 'policy_patch', 'expected', 'validate', 'validate_policies', 'validation_table']
+           'needs_network', 'grade', 'policy_patch', 'expected', 'validate', 'validate_policies', 'validation_table',
+           'harness_table']
 
 # %% ../nbs/04_grading.ipynb #7a62b697
 @dataclass
@@ -125,7 +126,8 @@ def patch_files(patch:str) -> list:
 
 # %% ../nbs/04_grading.ipynb #fc84e3c8
 NETWORK_SIGNS = ('Network is unreachable', 'Temporary failure in name resolution', 'Name or service not known',
-                 'No address associated with hostname', 'nodename nor servname provided')
+                 'No address associated with hostname', 'nodename nor servname provided',
+                 'WRONG_VERSION_NUMBER')  # https to the local plain-HTTP httpbin: the suite expects httpbin.org's TLS
 
 NEW_DEPENDENCY_FILES = {Path(f) for f in ('setup.py', 'setup.cfg', 'pyproject.toml', 'requirements.txt')}
 NEW_DEPENDENCY_MSG = "The patch declares new dependencies, which the offline install cannot fetch (SWE-bench's install does, online)."
@@ -219,10 +221,13 @@ def policy_patch(task:Task, policy:str) -> str:
     if policy not in POLICIES: raise ValueError(f"Unknown policy {policy!r}; use 'gold' or 'empty'.")
     return task.patch if policy == 'gold' else ''
 
-def expected(g:Grade, policy:str) -> bool|None:
-    "Did the task behave as the policy requires? None for an infrastructure error."
-    if g.infra_error: return None
-    return g.resolved if policy == 'gold' else not g.resolved
+def expected(g:Grade|dict, policy:str|None=None) -> bool|None:
+    """Did the grading (a `Grade`, or its JSON record with its policy) behave as the policy requires? None for an infrastructure
+    error, and for a miss labelled with a reason (a gold patch unresolved on a Python other than the spec's: `python-version`)."""
+    r = {'policy': policy, 'resolved': g.resolved, 'error': g.error, 'infra_reason': g.infra_reason} if isinstance(g, Grade) else g
+    if r.get('error'): return None
+    ok = r['resolved'] if r['policy'] == 'gold' else not r['resolved']
+    return None if not ok and r.get('infra_reason') else ok
 
 def validate(tasks:list, policy:str, sandbox, log_dir:str|Path|None=None, progress:bool=True, timeout:float|None=None) -> list:
     "Grade every task under `policy` ('gold' or 'empty')."
@@ -253,3 +258,24 @@ def validation_table(grades:list, tasks:list, policy:str) -> list:
     res = sorted(rows.values(), key=lambda r: r['repo'])
     for r in res: r['infra'] = ', '.join(f'{k} {v}' for k, v in sorted(r['infra'].items())) or '-'
     return res
+
+def harness_table(records:list) -> list:
+    """Rows per repository and a total, from validation records of both policies (a later record of the same instance and policy
+    replaces an earlier one): instances, graded gold→resolved and empty→unresolved (`both`), infrastructure errors by reason
+    (an instance counts once: the gold grading's reason, else the empty one's), unexpected, and instances missing a policy."""
+    latest = {(r['instance_id'], r['policy']): r for r in records}
+    rows = {}
+    for iid, repo in sorted({(i, r['repo']) for (i, _), r in latest.items()}):
+        g, e = latest.get((iid, 'gold')), latest.get((iid, 'empty'))
+        row = rows.setdefault(repo, {'repo': repo, 'n': 0, 'both': 0, 'infra': Counter(), 'unexpected': 0, 'one policy only': 0})
+        row['n'] += 1
+        if g is None or e is None: row['one policy only'] += 1; continue
+        ok = expected(g), expected(e)
+        if ok == (True, True): row['both'] += 1
+        elif None in ok: row['infra'][(g if ok[0] is None else e).get('infra_reason') or 'infra'] += 1
+        else: row['unexpected'] += 1
+    res = sorted(rows.values(), key=lambda r: r['repo'])
+    total = {'repo': 'total', 'infra': sum((r['infra'] for r in res), Counter())}
+    total |= {k: sum(r[k] for r in res) for k in ('n', 'both', 'unexpected', 'one policy only')}
+    for r in res + [total]: r['infra'] = ', '.join(f'{k} {v}' for k, v in sorted(r['infra'].items(), key=lambda kv: (-kv[1], kv[0]))) or '-'
+    return res + [total]

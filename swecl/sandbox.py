@@ -15,9 +15,9 @@ from .mini import git
 from .envs import Env, EnvError, InfraError, mini_env, swebench_env, extract_tree
 
 # %% auto #0
-__all__ = ['SANDBOX_UID', 'SECRET_MARKERS', 'SAFE_GIT', 'SandboxError', 'Limits', 'RunResult', 'bwrap_path', 'find_repo',
-           'export_tree', 'sandbox_uid', 'Session', 'LocalSandbox', 'docker_image', 'container_spec', 'DockerSession',
-           'DockerSandbox', 'make_sandbox', 'sandbox_for']
+__all__ = ['SANDBOX_UID', 'TARPIT_ROUTES', 'SECRET_MARKERS', 'SAFE_GIT', 'SandboxError', 'Limits', 'RunResult', 'bwrap_path',
+           'find_repo', 'export_tree', 'sandbox_uid', 'Session', 'LocalSandbox', 'docker_image', 'container_spec',
+           'DockerSession', 'DockerSandbox', 'make_sandbox', 'sandbox_for']
 
 # %% ../nbs/03_sandbox.ipynb #22c754ef
 class SandboxError(InfraError):
@@ -43,6 +43,10 @@ class RunResult:
 def bwrap_path() -> str|None: return shutil.which('bwrap')
 
 SANDBOX_UID = 65534  # 'nobody': the user commands run as when the harness itself runs as root
+# Non-routable addresses test suites use as connect-timeout tarpits (requests, urllib3: 10.255.255.1; RFC 5737 TEST-NET-1).
+# Routed into the sandbox's loopback, where the packets are dropped, a connection there times out as on a networked host
+# (SWE-bench's containers) instead of failing at once with "Network is unreachable". Nothing becomes reachable.
+TARPIT_ROUTES = ('10.255.255.1/32', '192.0.2.0/24')
 SECRET_MARKERS = ('KEY', 'TOKEN', 'SECRET', 'PASSWORD', 'CREDENTIAL', 'AUTH')
 
 # %% ../nbs/03_sandbox.ipynb #1a24fac0
@@ -132,7 +136,11 @@ class Session:
         for k, v in _scrubbed_env(self.env.variables).items(): a += ['--setenv', k, v]
         drop = ['/usr/bin/setpriv', f'--reuid={SANDBOX_UID}', f'--regid={SANDBOX_UID}', '--clear-groups',
                 '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs'] if _as_root() else []
-        return a + ['--', *drop, '/bin/bash', '-c', cmd]
+        # the tarpit routes need root in the new network namespace: set before the privileges are dropped
+        ip = shutil.which('ip', path='/usr/sbin:/sbin:/usr/bin')
+        routes = (['/bin/sh', '-c', ''.join(f'{ip} route add {r} dev lo 2>/dev/null; ' for r in TARPIT_ROUTES) + 'exec "$@"', 'sh']
+                  if _as_root() and not network and ip else [])
+        return a + ['--', *routes, *drop, '/bin/bash', '-c', cmd]
 
     def _limits(self, nproc_base:int):
         L = self.limits
