@@ -408,7 +408,6 @@ def _task_env(path:Path, task:Task, gitdir:Path, spec:dict, man:dict, pre:list) 
     def build(tmp:Path):
         with FileLock(str(path) + '.install.lock'):  # not while a session installs its project into the env
             shutil.copytree(path, tmp, symlinks=True, dirs_exist_ok=True)
-        (tmp / '.ready').unlink(missing_ok=True)
         log = []
         try: _install_project(uv_bin(), tmp / 'bin' / 'python', gitdir, task.base_commit, spec.get('install'), man['cutoff'], log,
                               task.version, pre, man['held'])

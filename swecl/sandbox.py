@@ -5,7 +5,7 @@
 # %% ../nbs/03_sandbox.ipynb #0c9149ed
 from __future__ import annotations
 import atexit, os, resource, shutil, signal, subprocess, sys, tempfile, time, weakref
-from functools import partial
+from functools import cache, partial
 from dataclasses import dataclass, field
 from pathlib import Path
 from filelock import FileLock
@@ -16,8 +16,8 @@ from .envs import Env, EnvError, InfraError, mini_env, swebench_env, extract_tre
 
 # %% auto #0
 __all__ = ['SANDBOX_UID', 'TARPIT_ROUTES', 'SECRET_MARKERS', 'SAFE_GIT', 'SandboxError', 'Limits', 'RunResult', 'bwrap_path',
-           'find_repo', 'export_tree', 'sandbox_uid', 'Session', 'LocalSandbox', 'docker_image', 'container_spec',
-           'DockerSession', 'DockerSandbox', 'make_sandbox', 'sandbox_for']
+           'ip_path', 'find_repo', 'export_tree', 'sandbox_uid', 'Session', 'LocalSandbox', 'docker_image',
+           'container_spec', 'DockerSession', 'DockerSandbox', 'make_sandbox', 'sandbox_for']
 
 # %% ../nbs/03_sandbox.ipynb #22c754ef
 class SandboxError(InfraError):
@@ -47,6 +47,9 @@ SANDBOX_UID = 65534  # 'nobody': the user commands run as when the harness itsel
 # Routed into the sandbox's loopback, where the packets are dropped, a connection there times out as on a networked host
 # (SWE-bench's containers) instead of failing at once with "Network is unreachable". Nothing becomes reachable.
 TARPIT_ROUTES = ('10.255.255.1/32', '192.0.2.0/24')
+
+@cache
+def ip_path() -> str|None: return shutil.which('ip', path='/usr/sbin:/sbin:/usr/bin')  # looked up once, not per command
 SECRET_MARKERS = ('KEY', 'TOKEN', 'SECRET', 'PASSWORD', 'CREDENTIAL', 'AUTH')
 
 # %% ../nbs/03_sandbox.ipynb #1a24fac0
@@ -137,7 +140,7 @@ class Session:
         drop = ['/usr/bin/setpriv', f'--reuid={SANDBOX_UID}', f'--regid={SANDBOX_UID}', '--clear-groups',
                 '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs'] if _as_root() else []
         # the tarpit routes need root in the new network namespace: set before the privileges are dropped
-        ip = shutil.which('ip', path='/usr/sbin:/sbin:/usr/bin')
+        ip = ip_path()
         routes = (['/bin/sh', '-c', ''.join(f'{ip} route add {r} dev lo 2>/dev/null; ' for r in TARPIT_ROUTES) + 'exec "$@"', 'sh']
                   if _as_root() and not network and ip else [])
         return a + ['--', *routes, *drop, '/bin/bash', '-c', cmd]
