@@ -120,8 +120,8 @@ def cmd_validate(a):
     print('\n\n'.join(tables))
     bad = sum(r['unexpected'] for r in rows) if rows else joined[-1]['unexpected']
     if rows:
-        infra = sum(r['error'] is not None for r in records)
-        print(f"{len(records)} gradings: {len(records) - bad - infra} as expected, {bad} unexpected, {infra} infrastructure errors")
+        labelled = sum(grading.expected(r) is None for r in records)  # infrastructure errors and python-version misses
+        print(f"{len(records)} gradings: {len(records) - bad - labelled} as expected, {bad} unexpected, {labelled} labelled with an infrastructure reason")
     if joined:
         t = joined[-1]; print(f"{t['n']} instances: {t['both']} gold→resolved and empty→unresolved, {t['unexpected']} unexpected, infrastructure: {t['infra']}")
     if a.out:

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np, pandas as pd
 from .schema import *
 from .report import Section, _md_table
+from .grading import expected
 
 # %% auto #0
 __all__ = ['validation_section', 'retrieval_section', 'load_results', 'no_model_notes', 'agent_sections', 'drift_section']
@@ -26,7 +27,7 @@ def validation_section(out:Path, results:Path) -> Section|None:
     for f in files:
         d = json.loads(f.read_text())
         for r in d['records']:
-            ok = None if r['error'] else (r['resolved'] if r['policy'] == 'gold' else not r['resolved'])
+            ok = expected(r)  # grading's rule: None for infrastructure errors and python-version misses
             rows.append({'experiment': f.parent.name, 'dataset': d['dataset'], 'policy': r['policy'], 'repo': r.get('repo', ''), 'ok': ok, 'infra': r.get('infra_reason')})
     df = pd.DataFrame(rows)
     t = df.groupby(['experiment', 'dataset', 'policy', 'repo']).agg(n=('ok', 'size'), as_expected=('ok', lambda s: int((s == True).sum())),
