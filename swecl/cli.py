@@ -14,8 +14,8 @@ from .poisoning import PoisonError
 
 # %% auto #0
 __all__ = ['COMPAT_HELP', 'UsageError', 'cmd_build_dataset', 'cmd_stats', 'cmd_similarity', 'cmd_metrics', 'cmd_report',
-           'cmd_validate', 'cmd_sandbox', 'cmd_bench', 'cmd_run', 'cmd_poison', 'cmd_retrieval_study', 'cmd_solve',
-           'parser', 'main']
+           'cmd_validate', 'cmd_sandbox', 'cmd_envs', 'cmd_bench', 'cmd_run', 'cmd_poison', 'cmd_retrieval_study',
+           'cmd_solve', 'parser', 'main']
 
 # %% ../nbs/13_cli.ipynb #d5a0a931
 class UsageError(Exception):
@@ -143,6 +143,27 @@ def cmd_sandbox(a):
     _write_json(a.json, {'instance_id': a.instance, 'exit_code': r.exit_code, 'seconds': r.seconds, 'timed_out': r.timed_out})
     if r.exit_code: raise SystemExit(r.exit_code if 0 < r.exit_code < 256 else 124)
 
+def cmd_envs(a):
+    from swecl.envcache import env_inventory, prune_envs
+    from tabulate import tabulate
+    if (a.all or a.dry_run) and not a.prune: raise UsageError("--all and --dry-run only apply with --prune, e.g. swecl envs --prune --dry-run.")
+    inv = env_inventory(progress=sys.stderr.isatty())
+    gb = lambda n: f'{n / 1e9:.2f}'
+    if a.verbose: print(tabulate([(e.name, e.kind, e.status, gb(e.bytes)) for e in inv], headers=['env', 'kind', 'status', 'GB'], tablefmt='github'), end='\n\n')
+    by = {}
+    for e in inv: n, b, own = by.get(e.status, (0, 0, 0)); by[e.status] = (n + 1, b + e.bytes, own + e.bytes - e.shared_bytes)
+    print(tabulate([(s, n, gb(b), gb(own)) for s, (n, b, own) in sorted(by.items())], headers=['status', 'folders', 'GB', 'GB held alone'], tablefmt='github'))
+    stale = sum(e.bytes - e.shared_bytes for e in inv if e.stale)
+    print(f"{len(inv)} folders, {gb(sum(e.bytes for e in inv))} GB ({gb(sum(e.shared_bytes for e in inv))} GB of it hard-linked from uv's cache); "
+          f"stale: {gb(stale)} GB" + ('' if a.prune or not stale else ' (swecl envs --prune frees it)'))
+    out = {'envs': [e.__dict__ for e in inv]}
+    if a.prune:
+        r = prune_envs(everything=a.all, dry_run=a.dry_run, inventory=inv)
+        print(f"{'would remove' if a.dry_run else 'removed'} {len(r.removed)} folders, {gb(r.freed_bytes)} GB; kept {r.kept}"
+              + (f"; skipped {len(r.skipped)} in use: {', '.join(r.skipped)}" if r.skipped else ''))
+        out['prune'] = r.__dict__
+    _write_json(a.json, out)
+
 def cmd_bench(a):
     from swecl import bench
     if a.what == 'memory':
@@ -266,6 +287,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument('--sandbox', choices=['local', 'local-unsafe', 'docker'], default='local'); s.add_argument('--timeout', type=float)
     s.add_argument('--compat', action='store_true', help=COMPAT_HELP)
     s.add_argument('cmd', nargs=argparse.REMAINDER, help='-- then the command')
+    s = add('envs', cmd_envs, 'The env cache by status with sizes; --prune removes what no run reads again.')
+    s.add_argument('--prune', action='store_true', help='remove stale envs: older recipes, orphan copies, unfinished and abandoned builds')
+    s.add_argument('--all', action='store_true', help='with --prune: every env (rebuilt on next use), not only stale ones')
+    s.add_argument('--dry-run', action='store_true', help='with --prune: say what would go, remove nothing')
+    s.add_argument('-v', '--verbose', action='store_true', help='list every folder')
     s = add('bench', cmd_bench, 'Performance figures: sandbox setup against a fresh clone + venv; memory store and embedders.')
     s.add_argument('what', choices=['sandbox', 'memory']); s.add_argument('--dataset', default='mini')
     s.add_argument('--sizes', nargs='*', default=['1e3', '1e4', '1e5'], help='memory: store sizes')
