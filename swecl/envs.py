@@ -17,8 +17,9 @@ __all__ = ['MINI_ENV_ROOTS', 'DEPENDENCY_FILES', 'SETUPTOOLS', 'COMPAT_RELEASES'
            'COMPAT_SITECUSTOMIZE', 'HTTPBIN_REPOS', 'HTTPBIN_PORT', 'REQUIRES_OF', 'InfraError', 'EnvError', 'Env',
            'host_python', 'dist_closure', 'copy_dists', 'mini_env', 'git_dir', 'git_in', 'extract_tree',
            'requirements_at', 'dependency_key', 'req_name', 'split_pins', 'uv_bin', 'find_python', 'swebench_spec',
-           'compat_lifts', 'own_interpreter', 'relocate_scripts', 'service_env', 'httpbin_setup', 'apt_packages',
-           'system_package_installed', 'offline_install', 'write_compat_layer', 'swebench_env', 'project_requirements']
+           'compat_lifts', 'own_interpreter', 'relocate_scripts', 'link_shared', 'service_env', 'httpbin_setup',
+           'apt_packages', 'system_package_installed', 'offline_install', 'write_compat_layer', 'swebench_env',
+           'project_requirements']
 
 # %% ../nbs/03b_envs.ipynb #890247fd
 class InfraError(RuntimeError):
@@ -266,7 +267,17 @@ def relocate_scripts(venv:Path, to:str='/testenv'):
         if head != b'#!': continue
         text = f.read_bytes()
         first, _, rest = text.partition(b'\n')
-        if str(venv).encode() in first: f.write_bytes(first.replace(str(venv).encode(), to.encode()) + b'\n' + rest)
+        if str(venv).encode() in first:  # a new file, not an edit: a script may be hard-linked into an env copy
+            tmp = f.with_name(f'.{f.name}.relocate'); tmp.write_bytes(first.replace(str(venv).encode(), to.encode()) + b'\n' + rest)
+            shutil.copymode(f, tmp); tmp.replace(f)
+
+def link_shared(src:str, dst:str) -> str:
+    """Copy function for env copies: a file that already has other links (uv hard-links installed packages from its cache,
+    and replaces files rather than editing them) is hard-linked, the rest is copied. Saves most of each copy's size."""
+    if os.lstat(src).st_nlink > 1:
+        try: os.link(src, dst); return dst
+        except OSError: pass  # another filesystem, or links not allowed: copy
+    return shutil.copy2(src, dst)
 
 _FAILED_ENVS = {}  # (repo, version) -> EnvError: a failed build is not retried for every task of the batch
 
@@ -407,7 +418,7 @@ def _task_env(path:Path, task:Task, gitdir:Path, spec:dict, man:dict, pre:list) 
     if key == dependency_key(gitdir, man['setup_commit']): return path, []
     def build(tmp:Path):
         with FileLock(str(path) + '.install.lock'):  # not while a session installs its project into the env
-            shutil.copytree(path, tmp, symlinks=True, dirs_exist_ok=True)
+            shutil.copytree(path, tmp, symlinks=True, dirs_exist_ok=True, copy_function=link_shared)
         log = []
         try: _install_project(uv_bin(), tmp / 'bin' / 'python', gitdir, task.base_commit, spec.get('install'), man['cutoff'], log,
                               task.version, pre, man['held'])
