@@ -5,12 +5,12 @@
 # %% ../nbs/03c_envcache.ipynb #12e460e4
 from __future__ import annotations
 import os, re, shutil, time
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from filelock import FileLock, Timeout
 from .datasets import cache_dir
-from .envs import ENV_RECIPE, host_python
+from .envs import ENV_RECIPE
 
 # %% auto #0
 __all__ = ['STALE_BUILD_SECONDS', 'SWEBENCH_ENV', 'MINI_ENV', 'LOCK_SUFFIXES', 'CachedEnv', 'disk_usage', 'classify',
@@ -80,9 +80,12 @@ def env_inventory(root:Path|None=None, sizes:bool=True, progress:bool=False) -> 
     return sorted(out, key=lambda e: e.modified)
 
 # %% ../nbs/03c_envcache.ipynb #cd44c7d5
+def _own_locks(root:Path, name:str) -> list: return [root / f'{name}{s}' for s in LOCK_SUFFIXES]
+
 def _locks_of(root:Path, name:str) -> list:
+    "The locks to hold while removing an env: its own, and for a copy its base env's install lock (held while copying)."
     base = name.split('-deps-')[0]
-    return [root / f'{name}.lock', root / f'{name}.install.lock'] + ([root / f'{base}.install.lock'] if base != name else [])
+    return _own_locks(root, name) + ([root / f'{base}.install.lock'] if base != name else [])
 
 def _remove(root:Path, e:CachedEnv) -> bool:
     "Remove one env and its lock files unless another process holds one of its locks."
@@ -94,7 +97,7 @@ def _remove(root:Path, e:CachedEnv) -> bool:
     except Timeout: return False
     finally:
         for lk in reversed(held): lk.release()
-    for p in _locks_of(root, e.name)[:2]: p.unlink(missing_ok=True)
+    for p in _own_locks(root, e.name): p.unlink(missing_ok=True)
     return True
 
 @dataclass
@@ -116,6 +119,6 @@ def prune_envs(root:Path|None=None, everything:bool=False, dry_run:bool=False, i
     if not dry_run:  # lock files whose env is gone (left by removals by hand, or by an older swecl)
         live = {p.name for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
         for p in root.glob('*.lock') if root.is_dir() else []:
-            owner = p.name.removesuffix('.install.lock') if p.name.endswith('.install.lock') else p.name.removesuffix('.lock')
+            owner = next(p.name.removesuffix(s) for s in LOCK_SUFFIXES if p.name.endswith(s))
             if owner not in live and not any(n.startswith(owner + '-deps-') for n in live): p.unlink(missing_ok=True)
     return PruneResult([e.name for e in removed], [e.name for e in skipped], sum(e.bytes - e.shared_bytes for e in removed), len(inv) - len(removed))
