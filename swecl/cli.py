@@ -151,9 +151,9 @@ def cmd_envs(a):
     gb = lambda n: f'{n / 1e9:.2f}'
     if a.verbose: print(tabulate([(e.name, e.kind, e.status, gb(e.bytes)) for e in inv], headers=['env', 'kind', 'status', 'GB'], tablefmt='github'), end='\n\n')
     by = {}
-    for e in inv: n, b, own = by.get(e.status, (0, 0, 0)); by[e.status] = (n + 1, b + e.bytes, own + e.bytes - e.shared_bytes)
+    for e in inv: n, b, own = by.get(e.status, (0, 0, 0)); by[e.status] = (n + 1, b + e.bytes, own + e.own_bytes)
     print(tabulate([(s, n, gb(b), gb(own)) for s, (n, b, own) in sorted(by.items())], headers=['status', 'folders', 'GB', 'GB held alone'], tablefmt='github'))
-    stale = sum(e.bytes - e.shared_bytes for e in inv if e.stale)
+    stale = sum(e.own_bytes for e in inv if e.stale)
     print(f"{len(inv)} folders, {gb(sum(e.bytes for e in inv))} GB ({gb(sum(e.shared_bytes for e in inv))} GB of it hard-linked from uv's cache); "
           f"stale: {gb(stale)} GB" + ('' if a.prune or not stale else ' (swecl envs --prune frees it)'))
     out = {'envs': [e.__dict__ for e in inv]}

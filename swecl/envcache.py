@@ -10,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from filelock import FileLock, Timeout
 from .datasets import cache_dir
-from .envs import ENV_RECIPE
+from .envs import ENV_RECIPE, COPY_INFIX
 
 # %% auto #0
 __all__ = ['STALE_BUILD_SECONDS', 'SWEBENCH_ENV', 'MINI_ENV', 'LOCK_SUFFIXES', 'CachedEnv', 'disk_usage', 'classify',
@@ -18,7 +18,7 @@ __all__ = ['STALE_BUILD_SECONDS', 'SWEBENCH_ENV', 'MINI_ENV', 'LOCK_SUFFIXES', '
 
 # %% ../nbs/03c_envcache.ipynb #63fd04fc
 STALE_BUILD_SECONDS = 24 * 3600  # a build takes minutes; a `.build-*` folder this old was left by a killed process
-SWEBENCH_ENV = re.compile(r'^(?P<repo>[^+]+\+.+)-(?P<version>[^-]+)-py(?P<python>\d+\.\d+)(?P<compat>-compat)?-r(?P<recipe>\d+)(?:-deps-(?P<key>[0-9a-f-]+))?$')
+SWEBENCH_ENV = re.compile(r'^(?P<repo>[^+]+\+.+)-(?P<version>[^-]+)-py(?P<python>\d+\.\d+)(?P<compat>-compat)?-r(?P<recipe>\d+)(?:' + COPY_INFIX + r'(?P<key>[0-9a-f-]+))?$')
 MINI_ENV = re.compile(r'^mini-(?P<version>[^-]+)-py(?P<python>\d+\.\d+)(?:-pytest(?P<pytest>.+))?$')  # untagged: before the harness pytest was in the name
 LOCK_SUFFIXES = ('.install.lock', '.lock')
 
@@ -31,6 +31,8 @@ class CachedEnv:
     bytes: int
     modified: float
     shared_bytes: int = 0  # files also linked from outside the folder: removing it does not free them
+    @property
+    def own_bytes(self) -> int: return self.bytes - self.shared_bytes  # what removing the folder frees
     @property
     def stale(self) -> bool: return self.status in ('old-recipe', 'old-harness', 'orphan-copy', 'incomplete', 'abandoned-build')
 
@@ -60,7 +62,7 @@ def classify(path:Path, names:set, now:float|None=None, recipe:int=ENV_RECIPE, p
     if kind == 'unknown': return kind, 'unknown'  # not ours: never removed
     if not (path / '.ready').exists(): return kind, 'incomplete'
     if m and int(m['recipe']) != recipe: return kind, 'old-recipe'
-    if kind == 'copy' and name.split('-deps-')[0] not in names: return kind, 'orphan-copy'
+    if kind == 'copy' and name.split(COPY_INFIX)[0] not in names: return kind, 'orphan-copy'
     if kind == 'mini' and MINI_ENV.match(name)['pytest'] != (pytest or metadata.version('pytest')): return kind, 'old-harness'
     return kind, 'current'
 
@@ -84,7 +86,7 @@ def _own_locks(root:Path, name:str) -> list: return [root / f'{name}{s}' for s i
 
 def _locks_of(root:Path, name:str) -> list:
     "The locks to hold while removing an env: its own, and for a copy its base env's install lock (held while copying)."
-    base = name.split('-deps-')[0]
+    base = name.split(COPY_INFIX)[0]
     return _own_locks(root, name) + ([root / f'{base}.install.lock'] if base != name else [])
 
 def _remove(root:Path, e:CachedEnv) -> bool:
@@ -120,5 +122,5 @@ def prune_envs(root:Path|None=None, everything:bool=False, dry_run:bool=False, i
         live = {p.name for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
         for p in root.glob('*.lock') if root.is_dir() else []:
             owner = next(p.name.removesuffix(s) for s in LOCK_SUFFIXES if p.name.endswith(s))
-            if owner not in live and not any(n.startswith(owner + '-deps-') for n in live): p.unlink(missing_ok=True)
-    return PruneResult([e.name for e in removed], [e.name for e in skipped], sum(e.bytes - e.shared_bytes for e in removed), len(inv) - len(removed))
+            if owner not in live and not any(n.startswith(owner + COPY_INFIX) for n in live): p.unlink(missing_ok=True)
+    return PruneResult([e.name for e in removed], [e.name for e in skipped], sum(e.own_bytes for e in removed), len(inv) - len(removed))

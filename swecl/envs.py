@@ -13,13 +13,13 @@ from .schema import *
 from .datasets import cache_dir
 
 # %% auto #0
-__all__ = ['MINI_ENV_ROOTS', 'DEPENDENCY_FILES', 'SETUPTOOLS', 'COMPAT_RELEASES', 'ENV_RECIPE', 'FAR_FUTURE',
+__all__ = ['MINI_ENV_ROOTS', 'DEPENDENCY_FILES', 'SETUPTOOLS', 'COMPAT_RELEASES', 'ENV_RECIPE', 'COPY_INFIX', 'FAR_FUTURE',
            'COMPAT_SITECUSTOMIZE', 'HTTPBIN_REPOS', 'HTTPBIN_PORT', 'REQUIRES_OF', 'InfraError', 'EnvError', 'Env',
            'host_python', 'dist_closure', 'copy_dists', 'mini_env', 'git_dir', 'git_in', 'extract_tree',
            'requirements_at', 'dependency_key', 'req_name', 'split_pins', 'uv_bin', 'find_python', 'swebench_spec',
-           'compat_lifts', 'own_interpreter', 'relocate_scripts', 'link_shared', 'service_env', 'httpbin_setup',
-           'apt_packages', 'system_package_installed', 'offline_install', 'write_compat_layer', 'swebench_env',
-           'project_requirements']
+           'swebench_env_name', 'compat_lifts', 'own_interpreter', 'relocate_scripts', 'link_shared', 'service_env',
+           'httpbin_setup', 'apt_packages', 'system_package_installed', 'offline_install', 'write_compat_layer',
+           'swebench_env', 'project_requirements']
 
 # %% ../nbs/03b_envs.ipynb #890247fd
 class InfraError(RuntimeError):
@@ -218,6 +218,11 @@ COMPAT_RELEASES = {
 }
 
 ENV_RECIPE = 4  # bumped when the build changes, so a cached env from an older recipe is not reused
+COPY_INFIX = '-deps-'  # <env>-deps-<dependency key>: a task env copy (see `_task_env`)
+
+def swebench_env_name(repo:str, version:str, pyver:str, compat:bool) -> str:
+    "The cache folder name of a (repo, version) env; `swecl envs` parses it back (envcache)."
+    return f"{repo.replace('/', '+')}-{version}-py{pyver}{'-compat' if compat else ''}-r{ENV_RECIPE}"
 
 FAR_FUTURE = '2100-01-01T00:00:00Z'  # an exact pin's cut-off: any upload date
 
@@ -425,7 +430,7 @@ def _task_env(path:Path, task:Task, gitdir:Path, spec:dict, man:dict, pre:list) 
         except EnvError as e: log.append({'error': str(e)})
         relocate_scripts(tmp)
         (tmp / 'base-dependencies.json').write_text(json.dumps({'base_commit': task.base_commit, 'key': key, 'steps': log}, indent=1, default=str))
-    derived = _atomic_dir(path.with_name(f'{path.name}-deps-{key}'), build)
+    derived = _atomic_dir(path.with_name(f'{path.name}{COPY_INFIX}{key}'), build)
     steps = json.loads((derived / 'base-dependencies.json').read_text())['steps']
     errors = [s['error'] for s in steps if 'error' in s]
     return derived, [f"the base commit's own dependencies installed into a copy of the env ({derived.name})"] + (
@@ -442,7 +447,7 @@ def _swebench_env(task:Task, gitdir:Path, fetch_python:bool, cutoff:bool, compat
     # late enough for the project's own requirements at that commit); the task's date when the commit has no date
     commit_date = git_in(gitdir, 'show', '-s', '--format=%cI', setup_commit).stdout.strip()
     date = (commit_date or task.created_at) if cutoff else None
-    final = cache_dir() / 'envs' / f"{task.repo.replace('/', '+')}-{task.version}-py{pyver}{'-compat' if compat else ''}-r{ENV_RECIPE}"
+    final = cache_dir() / 'envs' / swebench_env_name(task.repo, task.version, pyver, compat)
     pre = [c for c in spec.get('pre_install', []) if 'apt-get' not in c]
     lifts = compat_lifts(date, pyver) if compat else {}
     def build(tmp:Path):
