@@ -297,7 +297,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument('--sizes', nargs='*', default=['1e3', '1e4', '1e5'], help='memory: store sizes')
     s.add_argument('--n', type=int, default=0, help='only the first n tasks (0 = all)')
     s = add('run', cmd_run, 'Run a plan: harness validation, retrieval study and agent cells (resumable).')
-    s.add_argument('--plan', default='offline', help='a YAML file or a plan name under data/plans (offline, swe-bench-cl, contextbench-lite)')
+    s.add_argument('--plan', default='offline', help='a YAML file or a plan name under swecl/data/plans (offline, swe-bench-cl, contextbench-lite)')
     s.add_argument('--out', default='results'); s.add_argument('--workers', type=int, default=1); s.add_argument('--engine', choices=['local', 'ray'], default='local')
     s = add('poison', cmd_poison, 'Prompt-poisoning drift (Algorithm 1): run it with a model, or summarise a per-pair drift table.')
     s.add_argument('--summarize', metavar='CSV', help="a per-pair drift table (e.g. the authors' drift_results_by_difficulty.csv)")

@@ -9,6 +9,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 import pandas as pd
 from .schema import *
+from .core import package_file
 
 # %% auto #0
 __all__ = ['PROJECT_ROOT', 'KNOWN', 'CL_METADATA', 'EVALUATION_METRICS', 'cache_dir', 'data_dirs', 'sha256_file',
@@ -47,7 +48,7 @@ def sha256_file(path) -> str:
     return h.hexdigest()
 
 def known_checksums() -> dict:
-    p = PROJECT_ROOT / 'data' / 'checksums.json'
+    p = package_file('checksums.json')
     return json.loads(p.read_text())['files'] if p.exists() else {}
 
 def check_checksum(path, relname:str) -> str:

@@ -8,13 +8,13 @@ import hashlib, os, re, shutil, subprocess, tempfile
 from pathlib import Path
 import yaml
 from .schema import *
-from .datasets import PROJECT_ROOT, cache_dir
+from .core import cache_dir, package_file
 
 # %% auto #0
-__all__ = ['MINI_DIR', 'MINI_FORMAT', 'git', 'mini_digest', 'materialize', 'load_mini']
+__all__ = ['MINI_DIR', 'MINI_FORMAT', 'git', 'mini_digest', 'mini_files', 'materialize', 'load_mini']
 
 # %% ../nbs/03a_mini.ipynb #56be3ac9
-MINI_DIR = PROJECT_ROOT / 'data' / 'mini'
+MINI_DIR = package_file('mini')
 _GIT_ID = {'GIT_AUTHOR_NAME': 'swecl mini', 'GIT_AUTHOR_EMAIL': 'mini@swecl.invalid', 'GIT_COMMITTER_NAME': 'swecl mini',
            'GIT_COMMITTER_EMAIL': 'mini@swecl.invalid'}
 
@@ -43,11 +43,16 @@ def _test_ids(root:Path) -> list[str]:
 MINI_FORMAT = 'v2'  # bump when materialising changes, so cached copies are rebuilt
 
 def mini_digest(src:Path=MINI_DIR) -> str:
-    "sha256 over every file of the mini benchmark's source folder (the cache key)."
+    "sha256 over mini.yaml and the files it lists (the cache key)."
     h = hashlib.sha256()
-    for f in sorted(p for p in Path(src).rglob('*') if p.is_file() and '__pycache__' not in p.parts):
+    for f in [Path(src) / 'mini.yaml'] + mini_files(src):
         h.update(str(f.relative_to(src)).encode()); h.update(f.read_bytes())
     return h.hexdigest()
+
+def mini_files(src:Path=MINI_DIR) -> list[Path]:
+    "The starting files of every mini package, as mini.yaml lists them (package data may hold other files, e.g. empty `__init__.py`)."
+    spec = yaml.safe_load((Path(src) / 'mini.yaml').read_text())
+    return [Path(src) / pkg['dir'] / f for pkg in spec['packages'] for f in pkg['files']]
 
 # %% ../nbs/03a_mini.ipynb #e75cdc92
 def materialize(src:Path=MINI_DIR, root:Path|None=None) -> tuple[Path, list]:
@@ -61,7 +66,8 @@ def materialize(src:Path=MINI_DIR, root:Path|None=None) -> tuple[Path, list]:
     rows = []
     for pkg in spec['packages']:
         repo_dir = tmp / pkg['repo'].replace('/', '+')
-        shutil.copytree(src / pkg['dir'], repo_dir, ignore=shutil.ignore_patterns('__pycache__'))
+        for rel in pkg['files']:
+            (repo_dir / rel).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(src / pkg['dir'] / rel, repo_dir / rel)
         git(repo_dir, 'init', '-q'); git(repo_dir, 'add', '-A'); git(repo_dir, 'commit', '-q', '-m', f"Initial {pkg['repo']}", date=pkg['start'])
         env_commit = git(repo_dir, 'rev-parse', 'HEAD').strip()
         for t in pkg['tasks']:

@@ -12,6 +12,7 @@ from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 from .schema import *
 from .agent import append_jsonl
+from .core import package_file
 
 # %% auto #0
 __all__ = ['PLAN_KEYS', 'RunError', 'Cell', 'configured_models', 'load_plan', 'expand', 'config_diff', 'repair_jsonl',
@@ -67,8 +68,7 @@ def load_plan(plan) -> dict:
     if isinstance(plan, (str, Path)):
         p = Path(plan)
         if not p.exists():
-            from swecl.datasets import PROJECT_ROOT
-            p = PROJECT_ROOT / 'data' / 'plans' / f'{plan}.yaml'
+            p = package_file('plans', f'{plan}.yaml')
         if not p.exists(): raise RunError(f"Plan {plan} is neither a file nor a plan under data/plans; give a YAML path.")
         plan = yaml.safe_load(p.read_text()) or {}
     unknown = set(plan) - PLAN_KEYS

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest, yaml
 from conftest import run, ROOT
 
-SCRIPT = str(ROOT / 'data' / 'scripts' / 'mini.yaml')
+SCRIPT = str(ROOT / 'swecl' / 'data' / 'scripts' / 'mini.yaml')
 
 
 def _plan(tmp_path, **kw):
