@@ -4,7 +4,16 @@
 
 Usage: python scripts/run_tests.py [--flags "slow mirror"] [--only NAME ...] [--workers 2]
 """
-import argparse, configparser, multiprocessing as mp, os, subprocess, sys, tempfile, time, xml.etree.ElementTree as ET
+
+import argparse
+import configparser
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -12,76 +21,89 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _skip_flags(forced):
-    cfg = configparser.ConfigParser(delimiters=['='])
-    cfg.read(ROOT / 'settings.ini')
-    return sorted(set(cfg['DEFAULT'].get('tst_flags', '').split()) - set(forced))
+    cfg = configparser.ConfigParser(delimiters=["="])
+    cfg.read(ROOT / "settings.ini")
+    return sorted(set(cfg["DEFAULT"].get("tst_flags", "").split()) - set(forced))
 
 
 def _test_one(path, skip_flags):
     # In a worker process: nbdev's own runner, so flags and directives behave exactly as nbdev_test.
     from nbdev.test import test_nb
-    os.environ.setdefault('MPLBACKEND', 'Agg')
+
+    os.environ.setdefault("MPLBACKEND", "Agg")
     ok, secs = test_nb(Path(path), skip_flags=skip_flags, showerr=True)
     return ok, secs
 
 
 def run_notebooks(forced, only, workers):
-    nbs = sorted(p for p in (ROOT / 'nbs').glob('*.ipynb') if not p.name.startswith('_'))
-    if only: nbs = [p for p in nbs if any(o in p.stem for o in only)]
+    nbs = sorted(p for p in (ROOT / "nbs").glob("*.ipynb") if not p.name.startswith("_"))
+    if only:
+        nbs = [p for p in nbs if any(o in p.stem for o in only)]
     skip = _skip_flags(forced)
     results = {}
     # One fresh process per notebook: execnb replaces __main__, and notebooks must not share state.
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context('spawn'), max_tasks_per_child=1) as ex:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"), max_tasks_per_child=1) as ex:
         futs = {ex.submit(_test_one, str(p), skip): p for p in nbs}
         for f in as_completed(futs):
             p = futs[f]
-            try: ok, secs = f.result()
-            except Exception as e: ok, secs = False, 0.0; print(f'{p.name}: runner crashed: {e}', file=sys.stderr)
+            try:
+                ok, secs = f.result()
+            except Exception as e:
+                ok, secs = False, 0.0
+                print(f"{p.name}: runner crashed: {e}", file=sys.stderr)
             results[p.name] = ok
             print(f"  {'ok  ' if ok else 'FAIL'} {p.name} ({secs:.1f}s)", flush=True)
     return results
 
 
 def run_pytest(forced):
-    xml = Path(tempfile.mkdtemp()) / 'junit.xml'
-    env = dict(os.environ, SWECL_TEST_FLAGS=' '.join(forced))
-    cmd = [sys.executable, '-m', 'pytest', str(ROOT / 'tests'), '-q', '-p', 'no:cacheprovider', f'--junitxml={xml}']
+    xml = Path(tempfile.mkdtemp()) / "junit.xml"
+    env = dict(os.environ, SWECL_TEST_FLAGS=" ".join(forced))
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "tests"), "-q", "-p", "no:cacheprovider", f"--junitxml={xml}"]
     rc = subprocess.call(cmd, cwd=ROOT, env=env)
-    if not xml.exists(): return 0, 1 if rc not in (0, 5) else 0, rc
+    if not xml.exists():
+        return 0, 1 if rc not in (0, 5) else 0, rc
     suite = ET.parse(xml).getroot()
-    suites = [suite] if suite.tag == 'testsuite' else list(suite)
-    tests = sum(int(s.get('tests', 0)) for s in suites)
-    bad = sum(int(s.get('failures', 0)) + int(s.get('errors', 0)) for s in suites)
-    skipped = sum(int(s.get('skipped', 0)) for s in suites)
+    suites = [suite] if suite.tag == "testsuite" else list(suite)
+    tests = sum(int(s.get("tests", 0)) for s in suites)
+    bad = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+    skipped = sum(int(s.get("skipped", 0)) for s in suites)
     return tests - bad - skipped, bad, skipped
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument('--flags', default='', help='test flags to run that are skipped by default')
-    ap.add_argument('--only', nargs='*', default=[], help='notebook name fragments to restrict to')
-    ap.add_argument('--workers', type=int, default=2)
-    ap.add_argument('--no-pytest', action='store_true')
+    ap.add_argument("--flags", default="", help="test flags to run that are skipped by default")
+    ap.add_argument("--only", nargs="*", default=[], help="notebook name fragments to restrict to")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--no-pytest", action="store_true")
     a = ap.parse_args()
     forced = a.flags.split()
     t0 = time.time()
-    print('notebooks:', flush=True)
+    print("notebooks:", flush=True)
     nb = run_notebooks(forced, a.only, a.workers)
-    nb_pass = sum(nb.values()); nb_fail = len(nb) - nb_pass
+    nb_pass = sum(nb.values())
+    nb_fail = len(nb) - nb_pass
     py_pass = py_fail = py_skip = 0
     if not a.no_pytest:
-        print('pytest:', flush=True)
+        print("pytest:", flush=True)
         py_pass, py_fail, py_skip = run_pytest(forced)
     failed_nbs = [k for k, v in nb.items() if not v]
-    print(f'notebooks: {nb_pass} passed, {nb_fail} failed' + (f' ({", ".join(sorted(failed_nbs))})' if failed_nbs else ''))
-    print(f'pytest: {py_pass} passed, {py_fail} failed, {py_skip} skipped')
-    print(f'time: {time.time() - t0:.1f}s')
+    print(
+        f"notebooks: {nb_pass} passed, {nb_fail} failed" + (f" ({', '.join(sorted(failed_nbs))})" if failed_nbs else "")
+    )
+    print(f"pytest: {py_pass} passed, {py_fail} failed, {py_skip} skipped")
+    print(f"time: {time.time() - t0:.1f}s")
     total_pass, total_fail = nb_pass + py_pass, nb_fail + py_fail
-    print(f'{total_pass} passed, {total_fail} failed, {py_skip} skipped')
-    if not nb: print('no notebooks were found: counting this as a failure', file=sys.stderr); return 1
-    if total_pass + total_fail == 0: print('no tests ran: counting this as a failure', file=sys.stderr); return 1
+    print(f"{total_pass} passed, {total_fail} failed, {py_skip} skipped")
+    if not nb:
+        print("no notebooks were found: counting this as a failure", file=sys.stderr)
+        return 1
+    if total_pass + total_fail == 0:
+        print("no tests ran: counting this as a failure", file=sys.stderr)
+        return 1
     return 1 if total_fail else 0
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     sys.exit(main())

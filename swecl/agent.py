@@ -4,14 +4,19 @@
 
 # %% ../nbs/07_agent.ipynb #6187d0c3
 from __future__ import annotations
-import json, os, re, time
+
+import json
+import os
+import re
+import time
 from collections import Counter
-from dataclasses import dataclass, field, asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from .schema import *
-from .models import Usage, Reply, ToolCall, ModelError, make_model
-from .tools import Toolbox, ToolResult
+
 from .grading import grade
+from .models import ModelError, Reply, ToolCall, Usage, make_model
+from .schema import *
+from .tools import Toolbox, ToolResult
 
 # %% auto #0
 __all__ = ['SYSTEM_PROMPT', 'TEXT_PROTOCOL', 'TASK_PROMPT', 'PATCH_EXAMPLE', 'SINGLE_SHOT_PROMPT', 'task_prompt', 'text_protocol',
@@ -41,69 +46,105 @@ TASK_PROMPT = """<issue>
 Repository: {repo} at commit {base_commit}, checked out in /testbed.
 {hints}Resolve the issue by editing the source code, then call submit."""
 
-def task_prompt(task:Task) -> str:
-    hints = f"\nHints from the issue discussion:\n{task.hints_text.strip()}\n\n" if task.hints_text and task.hints_text.strip() else '\n'
-    return TASK_PROMPT.format(problem_statement=task.problem_statement.strip(), repo=task.repo, base_commit=task.base_commit, hints=hints)
 
-def text_protocol(specs:list) -> str:
-    return TEXT_PROTOCOL.format(tools='\n'.join(f"- {t['name']}({', '.join(t['parameters']['properties'])}): {t['description']}" for t in specs))
+def task_prompt(task: Task) -> str:
+    hints = (
+        f"\nHints from the issue discussion:\n{task.hints_text.strip()}\n\n"
+        if task.hints_text and task.hints_text.strip()
+        else "\n"
+    )
+    return TASK_PROMPT.format(
+        problem_statement=task.problem_statement.strip(), repo=task.repo, base_commit=task.base_commit, hints=hints
+    )
+
+
+def text_protocol(specs: list) -> str:
+    return TEXT_PROTOCOL.format(
+        tools="\n".join(f"- {t['name']}({', '.join(t['parameters']['properties'])}): {t['description']}" for t in specs)
+    )
 
 # %% ../nbs/07_agent.ipynb #3d8d3d65
-class FormatError(ValueError): pass
+class FormatError(ValueError):
+    pass
 
-def parse_text_command(text:str, specs:list) -> ToolCall:
+
+def parse_text_command(text: str, specs: list) -> ToolCall:
     "The one command of a text-protocol reply."
-    blocks = re.findall(r'```[a-zA-Z]*\n(.*?)```', text or '', re.S)
-    if not blocks: raise FormatError('Your reply has no command block. End every reply with exactly one fenced block: the tool name on the first line, JSON arguments below.')
-    first, _, rest = blocks[-1].strip().partition('\n')
+    blocks = re.findall(r"```[a-zA-Z]*\n(.*?)```", text or "", re.S)
+    if not blocks:
+        raise FormatError(
+            "Your reply has no command block. End every reply with exactly one fenced block: the tool name on the first line, JSON arguments below."
+        )
+    first, _, rest = blocks[-1].strip().partition("\n")
     parts = first.split(None, 1)
-    name = parts[0] if parts else ''
-    props = {t['name']: t['parameters']['properties'] for t in specs}
-    if name not in props: raise FormatError(f"Unknown tool {name!r} in your command block; use one of: {', '.join(props)}.")
-    body = (parts[1] + '\n' + rest if len(parts) > 1 else rest).strip()
-    if not body: args = {}
+    name = parts[0] if parts else ""
+    props = {t["name"]: t["parameters"]["properties"] for t in specs}
+    if name not in props:
+        raise FormatError(f"Unknown tool {name!r} in your command block; use one of: {', '.join(props)}.")
+    body = (parts[1] + "\n" + rest if len(parts) > 1 else rest).strip()
+    if not body:
+        args = {}
     else:
-        try: args = json.loads(body)
+        try:
+            args = json.loads(body)
         except json.JSONDecodeError:
-            if name == 'bash': args = {'command': body}
-            elif len(props[name]) == 1: args = {next(iter(props[name])): body}
-            else: raise FormatError(f'The arguments of {name} are not a JSON object; write them as {{"name": value, ...}}.') from None
-    if not isinstance(args, dict): raise FormatError(f'The arguments of {name} must be a JSON object.')
-    return ToolCall('text', name, args)
+            if name == "bash":
+                args = {"command": body}
+            elif len(props[name]) == 1:
+                args = {next(iter(props[name])): body}
+            else:
+                raise FormatError(
+                    f'The arguments of {name} are not a JSON object; write them as {{"name": value, ...}}.'
+                ) from None
+    if not isinstance(args, dict):
+        raise FormatError(f"The arguments of {name} must be a JSON object.")
+    return ToolCall("text", name, args)
 
 # %% ../nbs/07_agent.ipynb #6ece6941
-def append_jsonl(path:Path, record:dict):
+def append_jsonl(path: Path, record: dict):
     "Append one JSON line, flushed and fsynced (trajectories, attempts, predictions, poisoning pairs)."
-    with open(path, 'a') as f:
-        f.write(json.dumps(record, default=str) + '\n'); f.flush(); os.fsync(f.fileno())
+    with open(path, "a") as f:
+        f.write(json.dumps(record, default=str) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
 
 class Trajectory:
     "Append-only JSON lines; every record is flushed and fsynced before the loop goes on."
-    def __init__(self, path:str|Path|None):
-        self.path = Path(path) if path else None
-        if self.path: self.path.parent.mkdir(parents=True, exist_ok=True)
-    def write(self, record:dict):
-        if self.path: append_jsonl(self.path, record)
 
-def read_trajectory(path:str|Path) -> list:
+    def __init__(self, path: str | Path | None):
+        self.path = Path(path) if path else None
+        if self.path:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(self, record: dict):
+        if self.path:
+            append_jsonl(self.path, record)
+
+
+def read_trajectory(path: str | Path) -> list:
     "The records of a trajectory file; a torn last line (a crash mid-write) is ignored."
     out = []
-    for line in Path(path).read_text().split('\n'):
-        if not line.strip(): continue
-        try: out.append(json.loads(line))
-        except json.JSONDecodeError: break
+    for line in Path(path).read_text().split("\n"):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
     return out
 
 # %% ../nbs/07_agent.ipynb #7c54cb71
 @dataclass
 class AgentConfig:
     max_steps: int = 40
-    max_cost: float|None = None  # USD per task
-    max_seconds: float|None = None  # wall time per task
+    max_cost: float | None = None  # USD per task
+    max_seconds: float | None = None  # wall time per task
     max_consecutive_errors: int = 3
     window: int = 100
     bash_timeout: float = 120
     max_output: int = 10_000
+
 
 @dataclass
 class AgentResult:
@@ -113,81 +154,171 @@ class AgentResult:
     steps: int
     tool_counts: dict
     usage: Usage
-    cost: float|None
+    cost: float | None
     seconds: float
-    trajectory: str|None = None
-    error: str|None = None
+    trajectory: str | None = None
+    error: str | None = None
+
 
 def _cost(model, usage):
-    f = getattr(model, 'cost', None)
+    f = getattr(model, "cost", None)
     return f(usage) if f else None
 
-def run_agent(task:Task, session, model, config:AgentConfig|None=None, memory_context:str|None=None,
-              trajectory:str|Path|None=None, extra_tools:list|None=None) -> AgentResult:
+
+def run_agent(
+    task: Task,
+    session,
+    model,
+    config: AgentConfig | None = None,
+    memory_context: str | None = None,
+    trajectory: str | Path | None = None,
+    extra_tools: list | None = None,
+) -> AgentResult:
     "Run the agent on `task` in `session` until submit or a limit; the patch is the session's diff."
     cfg, traj, t0 = config or AgentConfig(), Trajectory(trajectory), time.time()
     tb = Toolbox(session, cfg.window, cfg.bash_timeout, cfg.max_output, extra=extra_tools)
-    if hasattr(model, 'start_task'): model.start_task(task)
-    native = getattr(model, 'native_tools', True)
-    system = SYSTEM_PROMPT + ('' if native else text_protocol(tb.specs()))
-    content = ([{'text': memory_context, 'cache': True}] if memory_context else []) + [{'text': task_prompt(task)}]
-    messages = [{'role': 'user', 'content': content}]
-    traj.write({'type': 'start', 'time': t0, 'instance_id': task.instance_id, 'model': getattr(model, 'name', '?'), 'config': asdict(cfg),
-                'system': system, 'prompt': content, 'tools': tb.specs() if native else None})
+    if hasattr(model, "start_task"):
+        model.start_task(task)
+    native = getattr(model, "native_tools", True)
+    system = SYSTEM_PROMPT + ("" if native else text_protocol(tb.specs()))
+    content = ([{"text": memory_context, "cache": True}] if memory_context else []) + [{"text": task_prompt(task)}]
+    messages = [{"role": "user", "content": content}]
+    traj.write(
+        {
+            "type": "start",
+            "time": t0,
+            "instance_id": task.instance_id,
+            "model": getattr(model, "name", "?"),
+            "config": asdict(cfg),
+            "system": system,
+            "prompt": content,
+            "tools": tb.specs() if native else None,
+        }
+    )
     usage, counts, steps, errors, exit_reason, err = Usage(), Counter(), 0, 0, None, None
     while exit_reason is None:
-        if steps >= cfg.max_steps: exit_reason = 'step_limit'; break
-        if cfg.max_seconds and time.time() - t0 > cfg.max_seconds: exit_reason = 'time_limit'; break
+        if steps >= cfg.max_steps:
+            exit_reason = "step_limit"
+            break
+        if cfg.max_seconds and time.time() - t0 > cfg.max_seconds:
+            exit_reason = "time_limit"
+            break
         c = _cost(model, usage)
-        if cfg.max_cost is not None and c is not None and c >= cfg.max_cost: exit_reason = 'cost_limit'; break
-        try: reply = model.query(messages, tb.specs() if native else None, system)
-        except ModelError as e: exit_reason, err = 'model_error', str(e); break
-        steps += 1; usage = usage + reply.usage
+        if cfg.max_cost is not None and c is not None and c >= cfg.max_cost:
+            exit_reason = "cost_limit"
+            break
+        try:
+            reply = model.query(messages, tb.specs() if native else None, system)
+        except ModelError as e:
+            exit_reason, err = "model_error", str(e)
+            break
+        steps += 1
+        usage = usage + reply.usage
         results = []
-        if native: calls = reply.tool_calls
+        if native:
+            calls = reply.tool_calls
         else:
-            try: calls = [parse_text_command(reply.text, tb.specs())]
-            except FormatError as e: calls, fmt = [], str(e)
+            try:
+                calls = [parse_text_command(reply.text, tb.specs())]
+            except FormatError as e:
+                calls, fmt = [], str(e)
         if not calls:
             errors += 1
-            note = fmt if not native else 'Your reply called no tool. Call exactly one tool per step; call submit when you are done.'
-            messages += [{'role': 'assistant', 'content': reply.text or '(empty)'}, {'role': 'user', 'content': note}]
-            results.append({'tool': None, 'output': note, 'error': True})
+            note = (
+                fmt
+                if not native
+                else "Your reply called no tool. Call exactly one tool per step; call submit when you are done."
+            )
+            messages += [{"role": "assistant", "content": reply.text or "(empty)"}, {"role": "user", "content": note}]
+            results.append({"tool": None, "output": note, "error": True})
         else:
-            messages.append({'role': 'assistant', 'content': reply.text, 'tool_calls': calls} if native else {'role': 'assistant', 'content': reply.text})
+            messages.append(
+                {"role": "assistant", "content": reply.text, "tool_calls": calls}
+                if native
+                else {"role": "assistant", "content": reply.text}
+            )
             for call in calls:
                 counts[call.name] += 1
                 r = tb.call(call.name, call.arguments)
                 errors = errors + 1 if r.error else 0
-                results.append({'tool': call.name, 'arguments': call.arguments, 'output': r.output, 'error': r.error})
-                if native: messages.append({'role': 'tool', 'tool_call_id': call.id, 'content': r.output, 'is_error': r.error})
-                else: messages.append({'role': 'user', 'content': f'OBSERVATION:\n{r.output}'})
-                if r.done: exit_reason = 'submitted'; break
-        traj.write({'type': 'step', 'step': steps, 'time': time.time(), 'reply': reply.dict(), 'results': results, 'usage_total': usage.dict()})
-        if exit_reason is None and errors >= cfg.max_consecutive_errors: exit_reason = 'errors'
+                results.append({"tool": call.name, "arguments": call.arguments, "output": r.output, "error": r.error})
+                if native:
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": r.output, "is_error": r.error})
+                else:
+                    messages.append({"role": "user", "content": f"OBSERVATION:\n{r.output}"})
+                if r.done:
+                    exit_reason = "submitted"
+                    break
+        traj.write(
+            {
+                "type": "step",
+                "step": steps,
+                "time": time.time(),
+                "reply": reply.dict(),
+                "results": results,
+                "usage_total": usage.dict(),
+            }
+        )
+        if exit_reason is None and errors >= cfg.max_consecutive_errors:
+            exit_reason = "errors"
     patch = session.diff()
-    res = AgentResult(task.instance_id, patch, exit_reason, steps, dict(counts), usage, _cost(model, usage), round(time.time() - t0, 3),
-                      str(traj.path) if traj.path else None, err)
-    traj.write({'type': 'end', 'time': time.time(), **{k: v for k, v in asdict(res).items() if k != 'trajectory'}})
+    res = AgentResult(
+        task.instance_id,
+        patch,
+        exit_reason,
+        steps,
+        dict(counts),
+        usage,
+        _cost(model, usage),
+        round(time.time() - t0, 3),
+        str(traj.path) if traj.path else None,
+        err,
+    )
+    traj.write({"type": "end", "time": time.time(), **{k: v for k, v in asdict(res).items() if k != "trajectory"}})
     return res
 
 # %% ../nbs/07_agent.ipynb #aa25143f
-def solve(task:Task, model, sandbox, config:AgentConfig|None=None, memory_context:str|None=None, trajectory:str|Path|None=None,
-          log_dir:str|Path|None=None, grade_timeout:float|None=None, extra_tools:list|None=None) -> dict:
+def solve(
+    task: Task,
+    model,
+    sandbox,
+    config: AgentConfig | None = None,
+    memory_context: str | None = None,
+    trajectory: str | Path | None = None,
+    log_dir: str | Path | None = None,
+    grade_timeout: float | None = None,
+    extra_tools: list | None = None,
+) -> dict:
     "Agent → patch → grading; one dict with the verdict, exit reason, steps, usage by kind, cost and seconds."
     t0 = time.time()
-    recorded = model.patch_for(task.instance_id) if hasattr(model, 'patch_for') else None
+    recorded = model.patch_for(task.instance_id) if hasattr(model, "patch_for") else None
     if recorded is not None:
-        ar = AgentResult(task.instance_id, recorded, 'replayed', 0, {}, Usage(), 0.0, 0.0)
+        ar = AgentResult(task.instance_id, recorded, "replayed", 0, {}, Usage(), 0.0, 0.0)
     else:
         with sandbox.open(task) as s:
             ar = run_agent(task, s, model, config, memory_context, trajectory, extra_tools)
     g = grade(task, ar.patch, sandbox, timeout=grade_timeout, log_dir=log_dir)
-    return {'instance_id': task.instance_id, 'model': getattr(model, 'name', '?'), 'resolved': g.resolved, 'f2p_resolved': g.f2p_resolved,
-            'patch_applied': g.patch_applied, 'exit_reason': ar.exit_reason, 'steps': ar.steps, 'tool_counts': ar.tool_counts,
-            'usage': ar.usage.dict(), 'cost': ar.cost, 'agent_seconds': ar.seconds, 'seconds': round(time.time() - t0, 3),
-            'f2p': [g.f2p_passed, g.f2p_total], 'p2p': [g.p2p_passed, g.p2p_total], 'error': ar.error or g.error,
-            'infra_reason': g.infra_reason, 'patch': ar.patch, 'trajectory': ar.trajectory, 'grade_log': g.log_path}
+    return {
+        "instance_id": task.instance_id,
+        "model": getattr(model, "name", "?"),
+        "resolved": g.resolved,
+        "f2p_resolved": g.f2p_resolved,
+        "patch_applied": g.patch_applied,
+        "exit_reason": ar.exit_reason,
+        "steps": ar.steps,
+        "tool_counts": ar.tool_counts,
+        "usage": ar.usage.dict(),
+        "cost": ar.cost,
+        "agent_seconds": ar.seconds,
+        "seconds": round(time.time() - t0, 3),
+        "f2p": [g.f2p_passed, g.f2p_total],
+        "p2p": [g.p2p_passed, g.p2p_total],
+        "error": ar.error or g.error,
+        "infra_reason": g.infra_reason,
+        "patch": ar.patch,
+        "trajectory": ar.trajectory,
+        "grade_log": g.log_path,
+    }
 
 # %% ../nbs/07_agent.ipynb #396d8b84
 PATCH_EXAMPLE = """--- a/file.py
@@ -242,37 +373,65 @@ Here is an example of a patch file. It consists of changes to the codebase. It s
 I need you to solve the provided issue by generating a single patch file that I can apply directly to this repository using git apply. Please respond with a single patch file in the format shown above.
 Respond below:"""
 
-def single_shot_prompt(task:Task, retrieved_context:str='', files:list|None=None) -> str:
+
+def single_shot_prompt(task: Task, retrieved_context: str = "", files: list | None = None) -> str:
     "The Appendix A prompt for `task`."
     files = files if files is not None else task.modified_files
-    return SINGLE_SHOT_PROMPT.format(problem_statement=task.problem_statement.strip(), repo=task.repo, base_commit=task.base_commit,
-                                     retrieved_context=retrieved_context.strip(), hints_text=(task.hints_text or '').strip(),
-                                     text_files='\n'.join(files), patch_example=PATCH_EXAMPLE)
+    return SINGLE_SHOT_PROMPT.format(
+        problem_statement=task.problem_statement.strip(),
+        repo=task.repo,
+        base_commit=task.base_commit,
+        retrieved_context=retrieved_context.strip(),
+        hints_text=(task.hints_text or "").strip(),
+        text_files="\n".join(files),
+        patch_example=PATCH_EXAMPLE,
+    )
 
-def extract_diff(text:str) -> str:
+
+def extract_diff(text: str) -> str:
     "The unified diff in a model reply: a <patch> block, a ```diff block, or the reply from its first diff header."
-    for pat in (r'<patch>\n?(.*?)</patch>', r'```(?:diff|patch)?\n(.*?)```'):
-        for m in re.findall(pat, text or '', re.S):
-            if re.search(r'^(diff --git|--- )', m, re.M): return m.strip('\n') + '\n'
-    m = re.search(r'^(diff --git|--- a/)', text or '', re.M)
-    return (text[m.start():].strip('\n') + '\n') if m else ''
+    for pat in (r"<patch>\n?(.*?)</patch>", r"```(?:diff|patch)?\n(.*?)```"):
+        for m in re.findall(pat, text or "", re.S):
+            if re.search(r"^(diff --git|--- )", m, re.M):
+                return m.strip("\n") + "\n"
+    m = re.search(r"^(diff --git|--- a/)", text or "", re.M)
+    return (text[m.start() :].strip("\n") + "\n") if m else ""
 
-def patch_distance(a:str, b:str) -> dict:
+
+def patch_distance(a: str, b: str) -> dict:
     "Character- and token-level Levenshtein distance between two patches, raw and normalised to [0, 1]."
     from rapidfuzz.distance import Levenshtein
-    tok = lambda s: re.findall(r'\w+|[^\w\s]', s or '')
-    ta, tb = tok(a), tok(b)
-    return {'char': Levenshtein.distance(a or '', b or ''), 'char_norm': Levenshtein.normalized_distance(a or '', b or ''),
-            'token': Levenshtein.distance(ta, tb), 'token_norm': Levenshtein.normalized_distance(ta, tb)}
 
-def single_shot(task:Task, model, sandbox, retrieved_context:str='', log_dir=None, grade_timeout=None) -> dict:
+    tok = lambda s: re.findall(r"\w+|[^\w\s]", s or "")
+    ta, tb = tok(a), tok(b)
+    return {
+        "char": Levenshtein.distance(a or "", b or ""),
+        "char_norm": Levenshtein.normalized_distance(a or "", b or ""),
+        "token": Levenshtein.distance(ta, tb),
+        "token_norm": Levenshtein.normalized_distance(ta, tb),
+    }
+
+
+def single_shot(task: Task, model, sandbox, retrieved_context: str = "", log_dir=None, grade_timeout=None) -> dict:
     "One prompt, one diff, graded; with the distances to the gold patch."
     t0 = time.time()
     prompt = single_shot_prompt(task, retrieved_context)
-    if hasattr(model, 'start_task'): model.start_task(task)
-    reply = model.query([{'role': 'user', 'content': prompt}])
+    if hasattr(model, "start_task"):
+        model.start_task(task)
+    reply = model.query([{"role": "user", "content": prompt}])
     patch = extract_diff(reply.text)
     g = grade(task, patch, sandbox, timeout=grade_timeout, log_dir=log_dir)
-    return {'instance_id': task.instance_id, 'model': getattr(model, 'name', '?'), 'resolved': g.resolved, 'f2p_resolved': g.f2p_resolved,
-            'patch_applied': g.patch_applied, 'usage': reply.usage.dict(), 'cost': _cost(model, reply.usage), 'patch': patch,
-            'distance': patch_distance(patch, task.patch), 'error': g.error, 'seconds': round(time.time() - t0, 3), 'prompt_chars': len(prompt)}
+    return {
+        "instance_id": task.instance_id,
+        "model": getattr(model, "name", "?"),
+        "resolved": g.resolved,
+        "f2p_resolved": g.f2p_resolved,
+        "patch_applied": g.patch_applied,
+        "usage": reply.usage.dict(),
+        "cost": _cost(model, reply.usage),
+        "patch": patch,
+        "distance": patch_distance(patch, task.patch),
+        "error": g.error,
+        "seconds": round(time.time() - t0, 3),
+        "prompt_chars": len(prompt),
+    }

@@ -4,83 +4,156 @@
 
 # %% ../nbs/14_bench.ipynb #1f71cd57
 from __future__ import annotations
-import shutil, statistics, subprocess, sys, tempfile, time
+
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
+
 import numpy as np
 from tqdm.auto import tqdm
-from .schema import *
+
 from .envs import copy_dists, dist_closure
-from .sandbox import LocalSandbox, find_repo
 from .mini import git
+from .sandbox import LocalSandbox, find_repo
+from .schema import *
 
 # %% auto #0
 __all__ = ['bench_sandbox', 'bench_memory']
 
 # %% ../nbs/14_bench.ipynb #000e275a
-def _median(xs): return statistics.median(xs) if xs else float('nan')
+def _median(xs):
+    return statistics.median(xs) if xs else float("nan")
 
-def bench_sandbox(tasks:list, sandbox:LocalSandbox, baseline:bool=True, progress:bool=True) -> dict:
+
+def bench_sandbox(tasks: list, sandbox: LocalSandbox, baseline: bool = True, progress: bool = True) -> dict:
     "Per-task setup seconds of LocalSandbox sessions and of a fresh clone + venv, with medians and the speed-up."
     rows = []
     sandbox.env_for(tasks[0])  # environments are built once and cached; the benchmark measures reuse
-    for t in tqdm(tasks, desc='bench sandbox', disable=not progress, unit='task'):
+    for t in tqdm(tasks, desc="bench sandbox", disable=not progress, unit="task"):
         t0 = time.perf_counter()
         with sandbox.open(t) as s:
-            s.run('true'); ours = time.perf_counter() - t0
-        row = {'instance_id': t.instance_id, 'sandbox_s': round(ours, 4)}
+            s.run("true")
+            ours = time.perf_counter() - t0
+        row = {"instance_id": t.instance_id, "sandbox_s": round(ours, 4)}
         if baseline:
             with tempfile.TemporaryDirectory() as d:
                 t0 = time.perf_counter()
                 src = find_repo(t.repo, sandbox.mirrors)
-                subprocess.run(['git', 'clone', '-q', '--no-local', str(src), f'{d}/repo'], check=True, capture_output=True)
-                git(f'{d}/repo', 'checkout', '-q', t.base_commit)
+                subprocess.run(
+                    ["git", "clone", "-q", "--no-local", str(src), f"{d}/repo"], check=True, capture_output=True
+                )
+                git(f"{d}/repo", "checkout", "-q", t.base_commit)
                 # a fresh venv as people make one (with pip), then the same packages as the cached env, copied
                 # rather than downloaded: the baseline is a lower bound of what a real clone + pip install costs
-                subprocess.run([sys.executable, '-m', 'venv', f'{d}/venv'], check=True, capture_output=True)
-                copy_dists(Path(d) / 'venv', dist_closure())
-                row['clone_venv_s'] = round(time.perf_counter() - t0, 4)
+                subprocess.run([sys.executable, "-m", "venv", f"{d}/venv"], check=True, capture_output=True)
+                copy_dists(Path(d) / "venv", dist_closure())
+                row["clone_venv_s"] = round(time.perf_counter() - t0, 4)
         rows.append(row)
-    ours = _median([r['sandbox_s'] for r in rows]); base = _median([r['clone_venv_s'] for r in rows if 'clone_venv_s' in r])
-    return {'tasks': rows, 'n': len(rows), 'median_sandbox_s': round(ours, 4), 'median_clone_venv_s': round(base, 4),
-            'speedup': round(base / ours, 1) if baseline and ours else None, 'target': 'speed-up >= 10x and median < 0.5 s'}
+    ours = _median([r["sandbox_s"] for r in rows])
+    base = _median([r["clone_venv_s"] for r in rows if "clone_venv_s" in r])
+    return {
+        "tasks": rows,
+        "n": len(rows),
+        "median_sandbox_s": round(ours, 4),
+        "median_clone_venv_s": round(base, 4),
+        "speedup": round(base / ours, 1) if baseline and ours else None,
+        "target": "speed-up >= 10x and median < 0.5 s",
+    }
 
 # %% ../nbs/14_bench.ipynb #6b6fd082
-def _pct(xs, p): return float(np.percentile(np.asarray(xs) * 1000, p))  # ms
+def _pct(xs, p):
+    return float(np.percentile(np.asarray(xs) * 1000, p))  # ms
 
-def bench_memory(sizes=(1_000, 10_000, 100_000), dim:int=384, n_queries:int=200, k:int=5, texts:list|None=None,
-                 embedders=('minilm', 'hashing'), seed:int=0, progress:bool=True) -> dict:
+
+def bench_memory(
+    sizes=(1_000, 10_000, 100_000),
+    dim: int = 384,
+    n_queries: int = 200,
+    k: int = 5,
+    texts: list | None = None,
+    embedders=("minilm", "hashing"),
+    seed: int = 0,
+    progress: bool = True,
+) -> dict:
     "Add throughput and search latency of the MemoryStore, the numpy reference, and embedding throughput."
     from swecl.memory import MemoryStore, make_embedder
+
     rng = np.random.default_rng(seed)
     from types import SimpleNamespace
-    fixed = SimpleNamespace(name=f'bench-{dim}', dim=dim)  # vectors are given; the embedder only names the store
+
+    fixed = SimpleNamespace(name=f"bench-{dim}", dim=dim)  # vectors are given; the embedder only names the store
     rows = []
-    for n in tqdm(sizes, desc='bench memory', disable=not progress):
-        X = rng.standard_normal((n, dim)).astype('float32'); X /= np.linalg.norm(X, axis=1, keepdims=True)
-        Q = rng.standard_normal((n_queries, dim)).astype('float32'); Q /= np.linalg.norm(Q, axis=1, keepdims=True)
-        exps = [Experience(f't{i}', f'r{i % 8}', sequence_id=f's{i % 8}', success=bool(i % 3)) for i in range(n)]
+    for n in tqdm(sizes, desc="bench memory", disable=not progress):
+        X = rng.standard_normal((n, dim)).astype("float32")
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        Q = rng.standard_normal((n_queries, dim)).astype("float32")
+        Q /= np.linalg.norm(Q, axis=1, keepdims=True)
+        exps = [Experience(f"t{i}", f"r{i % 8}", sequence_id=f"s{i % 8}", success=bool(i % 3)) for i in range(n)]
         with tempfile.TemporaryDirectory() as d:
             st = MemoryStore(d, fixed)
             t0 = time.perf_counter()
-            for i in range(0, n, 100): st.add(exps[i:i + 100], X[i:i + 100])
+            for i in range(0, n, 100):
+                st.add(exps[i : i + 100], X[i : i + 100])
             add_s = time.perf_counter() - t0
             lat, lat_f, lat_np = [], [], []
             for q in Q:
-                t0 = time.perf_counter(); st.search(q, k); lat.append(time.perf_counter() - t0)
-                t0 = time.perf_counter(); st.search(q, k, successful_only=True, repo='r1'); lat_f.append(time.perf_counter() - t0)
-                t0 = time.perf_counter(); s = X @ q; top = np.argpartition(-s, k)[:k]; top[np.argsort(-s[top])]; lat_np.append(time.perf_counter() - t0)
-            same = np.mean([set(x.id for x in st.search(q, k)) == set(np.argpartition(-(X @ q), k)[:k].tolist()) for q in Q[:20]])
-        rows.append({'n': n, 'add_per_s': round(n / add_s), 'search_p50_ms': round(_pct(lat, 50), 3), 'search_p95_ms': round(_pct(lat, 95), 3),
-                     'filtered_p50_ms': round(_pct(lat_f, 50), 3), 'filtered_p95_ms': round(_pct(lat_f, 95), 3),
-                     'numpy_p50_ms': round(_pct(lat_np, 50), 3), 'numpy_p95_ms': round(_pct(lat_np, 95), 3), 'same_topk_as_numpy': float(same)})
-    short = [f'Issue {i}: calling parse() on an empty config file raises KeyError instead of returning defaults.' for i in range(512)]
-    corpora = {'one-line issues': short} | ({'problem statements': texts} if texts else {})
+                t0 = time.perf_counter()
+                st.search(q, k)
+                lat.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                st.search(q, k, successful_only=True, repo="r1")
+                lat_f.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                s = X @ q
+                top = np.argpartition(-s, k)[:k]
+                top[np.argsort(-s[top])]
+                lat_np.append(time.perf_counter() - t0)
+            same = np.mean(
+                [set(x.id for x in st.search(q, k)) == set(np.argpartition(-(X @ q), k)[:k].tolist()) for q in Q[:20]]
+            )
+        rows.append(
+            {
+                "n": n,
+                "add_per_s": round(n / add_s),
+                "search_p50_ms": round(_pct(lat, 50), 3),
+                "search_p95_ms": round(_pct(lat, 95), 3),
+                "filtered_p50_ms": round(_pct(lat_f, 50), 3),
+                "filtered_p95_ms": round(_pct(lat_f, 95), 3),
+                "numpy_p50_ms": round(_pct(lat_np, 50), 3),
+                "numpy_p95_ms": round(_pct(lat_np, 95), 3),
+                "same_topk_as_numpy": float(same),
+            }
+        )
+    short = [
+        f"Issue {i}: calling parse() on an empty config file raises KeyError instead of returning defaults."
+        for i in range(512)
+    ]
+    corpora = {"one-line issues": short} | ({"problem statements": texts} if texts else {})
     emb = []
     for name in embedders:
-        e = make_embedder(name); e.encode(short[:16])  # warm-up (model load, first batch)
+        e = make_embedder(name)
+        e.encode(short[:16])  # warm-up (model load, first batch)
         for label, ts in corpora.items():
-            t0 = time.perf_counter(); e.encode(ts)
-            emb.append({'embedder': e.name, 'texts': label, 'n': len(ts), 'mean_chars': round(float(np.mean([len(t) for t in ts]))),
-                        'texts_per_s': round(len(ts) / (time.perf_counter() - t0), 1)})
-    return {'store': rows, 'embedding': emb, 'dim': dim, 'k': k, 'n_queries': n_queries,
-            'targets': 'search p50 < 5 ms at 1e4 and < 50 ms at 1e5; MiniLM >= 200 texts/s'}
+            t0 = time.perf_counter()
+            e.encode(ts)
+            emb.append(
+                {
+                    "embedder": e.name,
+                    "texts": label,
+                    "n": len(ts),
+                    "mean_chars": round(float(np.mean([len(t) for t in ts]))),
+                    "texts_per_s": round(len(ts) / (time.perf_counter() - t0), 1),
+                }
+            )
+    return {
+        "store": rows,
+        "embedding": emb,
+        "dim": dim,
+        "k": k,
+        "n_queries": n_queries,
+        "targets": "search p50 < 5 ms at 1e4 and < 50 ms at 1e5; MiniLM >= 200 texts/s",
+    }

@@ -4,13 +4,19 @@
 
 # %% ../nbs/13_cli.ipynb #1dd9db68
 from __future__ import annotations
-import argparse, json, os, sys, warnings
+
+import argparse
+import json
+import os
+import sys
+import warnings
 from pathlib import Path
-from .schema import DatasetError
-from .sandbox import SandboxError
+
 from .models import ModelError
-from .runner import RunError
 from .poisoning import PoisonError
+from .runner import RunError
+from .sandbox import SandboxError
+from .schema import DatasetError
 
 # %% auto #0
 __all__ = ['COMPAT_HELP', 'UsageError', 'cmd_build_dataset', 'cmd_stats', 'cmd_similarity', 'cmd_metrics', 'cmd_report',
@@ -21,319 +27,621 @@ __all__ = ['COMPAT_HELP', 'UsageError', 'cmd_build_dataset', 'cmd_stats', 'cmd_s
 class UsageError(Exception):
     "Bad command-line input: reported as one sentence, exit status 2."
 
+
 def _write_json(path, obj):
-    if not path: return
-    p = Path(path); p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(obj, indent=1, default=str) + '\n')
+    if not path:
+        return
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(obj, indent=1, default=str) + "\n")
+
 
 def cmd_build_dataset(a):
     from swecl import datasets
+
     tasks = datasets.load_swebench(a.input)
-    b = datasets.build_swe_bench_cl(tasks, order=a.order, min_tasks=a.min_tasks, max_tasks=a.max_tasks or None,
-                                    repos=a.repos, dependency_scope=a.dependency_scope)
-    out = Path(a.output); out.parent.mkdir(parents=True, exist_ok=True)
+    b = datasets.build_swe_bench_cl(
+        tasks,
+        order=a.order,
+        min_tasks=a.min_tasks,
+        max_tasks=a.max_tasks or None,
+        repos=a.repos,
+        dependency_scope=a.dependency_scope,
+    )
+    out = Path(a.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(datasets.cl_file_text(b))
-    print(f"wrote {out}: {len(b.sequences)} sequences, {len(b.tasks)} tasks ({a.order} order, dependencies scoped to the {a.dependency_scope})")
-    _write_json(a.json, {'output': str(out), 'sequences': {s.id: [t.instance_id for t in s.tasks] for s in b.sequences}})
+    print(
+        f"wrote {out}: {len(b.sequences)} sequences, {len(b.tasks)} tasks ({a.order} order, dependencies scoped to the {a.dependency_scope})"
+    )
+    _write_json(
+        a.json, {"output": str(out), "sequences": {s.id: [t.instance_id for t in s.tasks] for s in b.sequences}}
+    )
+
 
 def cmd_stats(a):
     from swecl import datasets
+
     b = datasets.load(a.dataset)
     df = datasets.stats_table(b)
     print(datasets.table1_markdown(df))
     if a.out:
-        out = Path(a.out); out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(df.to_csv(index=False) if out.suffix == '.csv' else datasets.table1_markdown(df) + '\n')
-    _write_json(a.json, {'dataset': a.dataset, 'source': b.source, 'sha256': b.sha256, 'table': df.to_dict('records'),
-                         'sequences': [{'id': s.id, 'repo': s.repo, 'instance_ids': [t.instance_id for t in s.tasks]} for s in b.sequences]})
+        out = Path(a.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(df.to_csv(index=False) if out.suffix == ".csv" else datasets.table1_markdown(df) + "\n")
+    _write_json(
+        a.json,
+        {
+            "dataset": a.dataset,
+            "source": b.source,
+            "sha256": b.sha256,
+            "table": df.to_dict("records"),
+            "sequences": [
+                {"id": s.id, "repo": s.repo, "instance_ids": [t.instance_id for t in s.tasks]} for s in b.sequences
+            ],
+        },
+    )
+
 
 def cmd_similarity(a):
     from swecl import datasets, similarity
+
     b = datasets.load(a.dataset)
-    if a.pairs: pairs, how = similarity.pairs_from_csv(a.pairs, b), f'pairs listed in {a.pairs}'
-    elif a.all_pairs: pairs, how = similarity.all_pairs(b, disjoint=a.disjoint), 'all within-sequence pairs'
-    else: pairs, how = similarity.sample_pairs(b, per_repo=a.per_repo, seed=a.seed), f'sampled pairs (seed {a.seed}, ≤{a.per_repo} per repo)'
+    if a.pairs:
+        pairs, how = similarity.pairs_from_csv(a.pairs, b), f"pairs listed in {a.pairs}"
+    elif a.all_pairs:
+        pairs, how = similarity.all_pairs(b, disjoint=a.disjoint), "all within-sequence pairs"
+    else:
+        pairs, how = (
+            similarity.sample_pairs(b, per_repo=a.per_repo, seed=a.seed),
+            f"sampled pairs (seed {a.seed}, ≤{a.per_repo} per repo)",
+        )
     df = similarity.similarity_table(pairs, progress=len(pairs) > 500)
     avg = similarity.averages(df).iloc[0]
-    groups = similarity.averages(df, ['pair_type', 'group'])
-    print(f"{how}: {len(df)} pairs; mean Jaccard {avg.jaccard:.4f}, mean cosine {avg.cosine:.4f}, cosine > 0.4: {avg.cosine_gt_0_4}")
+    groups = similarity.averages(df, ["pair_type", "group"])
+    print(
+        f"{how}: {len(df)} pairs; mean Jaccard {avg.jaccard:.4f}, mean cosine {avg.cosine:.4f}, cosine > 0.4: {avg.cosine_gt_0_4}"
+    )
     print(groups.to_string(index=False))
-    _write_json(a.json, {'dataset': a.dataset, 'pairs_from': how, 'n': int(len(df)), 'mean_jaccard': float(avg.jaccard), 'mean_cosine': float(avg.cosine),
-                         'groups': groups.to_dict('records'),
-                         'pairs': df[['repo', 'task_a_id', 'task_b_id', 'jaccard', 'cosine']].to_dict('records')})
+    _write_json(
+        a.json,
+        {
+            "dataset": a.dataset,
+            "pairs_from": how,
+            "n": int(len(df)),
+            "mean_jaccard": float(avg.jaccard),
+            "mean_cosine": float(avg.cosine),
+            "groups": groups.to_dict("records"),
+            "pairs": df[["repo", "task_a_id", "task_b_id", "jaccard", "cosine"]].to_dict("records"),
+        },
+    )
+
 
 def cmd_metrics(a):
     from swecl import metrics
+
     att = metrics.read_attempts(a.attempts)
     zs = metrics.read_attempts(a.zero_shot) if a.zero_shot else None
-    df = metrics.cl_from_attempts(att, zero_shot=zs, n_resamples=a.n_resamples, seed=a.seed, forgetting=a.forgetting, beta=a.beta)
+    df = metrics.cl_from_attempts(
+        att, zero_shot=zs, n_resamples=a.n_resamples, seed=a.seed, forgetting=a.forgetting, beta=a.beta
+    )
     import pandas as pd
-    with pd.option_context('display.width', 160, 'display.max_rows', 500): print(df.to_string(index=False, float_format=lambda v: f'{v:.4f}'))
-    _write_json(a.json, {'attempts': str(a.attempts), 'zero_shot': a.zero_shot, 'rows': df.to_dict('records')})
+
+    with pd.option_context("display.width", 160, "display.max_rows", 500):
+        print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    _write_json(a.json, {"attempts": str(a.attempts), "zero_shot": a.zero_shot, "rows": df.to_dict("records")})
+
 
 def cmd_report(a):
     from swecl import report
+
     path = report.render(results=a.results, out=a.out, dataset=a.dataset, all_pairs=not a.quick)
-    print(f'report written: {path}')
-    _write_json(a.json, {'index': str(path), 'files': sorted(str(p.relative_to(Path(a.out))) for p in Path(a.out).rglob('*') if p.is_file())})
-def _load_tasks(dataset:str, instances=None, repos=None) -> tuple:
+    print(f"report written: {path}")
+    _write_json(
+        a.json,
+        {
+            "index": str(path),
+            "files": sorted(str(p.relative_to(Path(a.out))) for p in Path(a.out).rglob("*") if p.is_file()),
+        },
+    )
+
+
+def _load_tasks(dataset: str, instances=None, repos=None) -> tuple:
     from swecl import datasets
+
     b = datasets.load(dataset)
     tasks = b.tasks
     if instances:
         known = {t.instance_id for t in tasks}
-        if (missing := [i for i in instances if i not in known]):
-            raise UsageError(f"{', '.join(missing[:3])} {'is' if len(missing) == 1 else 'are'} not in {dataset}; list its ids with `swecl stats --dataset {dataset} --json PATH`.")
+        if missing := [i for i in instances if i not in known]:
+            raise UsageError(
+                f"{', '.join(missing[:3])} {'is' if len(missing) == 1 else 'are'} not in {dataset}; list its ids with `swecl stats --dataset {dataset} --json PATH`."
+            )
         tasks = [t for t in tasks if t.instance_id in set(instances)]
-    if repos: tasks = [t for t in tasks if t.repo in set(repos)]
-    if not tasks: raise UsageError(f"No task of {dataset} matches the selection; check --instances/--repos.")
+    if repos:
+        tasks = [t for t in tasks if t.repo in set(repos)]
+    if not tasks:
+        raise UsageError(f"No task of {dataset} matches the selection; check --instances/--repos.")
     return b, tasks
 
-COMPAT_HELP = 'the compatibility layer for old suites on a newer host Python (recorded on each attempt); the env validate --compat grades in'
 
-def _sandbox(kind:str, bench, timeout=None, compat=False):
-    from swecl.sandbox import sandbox_for, Limits
-    return sandbox_for(kind, bench, compat=compat, **({'limits': Limits(timeout=timeout)} if timeout else {}))
+COMPAT_HELP = "the compatibility layer for old suites on a newer host Python (recorded on each attempt); the env validate --compat grades in"
 
-def _read_records(paths:list) -> list:
+
+def _sandbox(kind: str, bench, timeout=None, compat=False):
+    from swecl.sandbox import Limits, sandbox_for
+
+    return sandbox_for(kind, bench, compat=compat, **({"limits": Limits(timeout=timeout)} if timeout else {}))
+
+
+def _read_records(paths: list) -> list:
     records = []
     for p in paths:
-        try: data = json.loads(Path(p).read_text())
-        except (OSError, ValueError) as e: raise UsageError(f"Cannot read validation records from {p} ({e}); pass files written by swecl validate --json.") from None
-        if not isinstance(data, list) or not all(isinstance(r, dict) and {'instance_id', 'policy', 'repo', 'resolved'} <= set(r) for r in data):
+        try:
+            data = json.loads(Path(p).read_text())
+        except (OSError, ValueError) as e:
+            raise UsageError(
+                f"Cannot read validation records from {p} ({e}); pass files written by swecl validate --json."
+            ) from None
+        if not isinstance(data, list) or not all(
+            isinstance(r, dict) and {"instance_id", "policy", "repo", "resolved"} <= set(r) for r in data
+        ):
             raise UsageError(f"{p} does not hold validation records; pass files written by swecl validate --json.")
         records += data
     return records
 
+
 def cmd_validate(a):
-    from swecl import grading
     from tabulate import tabulate
-    if a.merge: records, rows = _read_records(a.merge), []
+
+    from swecl import grading
+
+    if a.merge:
+        records, rows = _read_records(a.merge), []
     else:
         b, tasks = _load_tasks(a.dataset, a.instances, a.repos)
         sb = _sandbox(a.sandbox, b, a.timeout, a.compat)
-        policies = list(grading.POLICIES) if a.policy == 'both' else [a.policy]
+        policies = list(grading.POLICIES) if a.policy == "both" else [a.policy]
         records, rows = grading.validate_policies(tasks, sb, policies, a.logs)
-    tables = [tabulate(rows, headers='keys', tablefmt='github')] if rows else []
-    joined = grading.harness_table(records) if a.merge or {r['policy'] for r in records} >= set(grading.POLICIES) else []
-    tables += [tabulate(joined, headers='keys', tablefmt='github')] if joined else []
-    print('\n\n'.join(tables))
-    bad = sum(r['unexpected'] for r in rows) if rows else joined[-1]['unexpected']
+    tables = [tabulate(rows, headers="keys", tablefmt="github")] if rows else []
+    joined = (
+        grading.harness_table(records) if a.merge or {r["policy"] for r in records} >= set(grading.POLICIES) else []
+    )
+    tables += [tabulate(joined, headers="keys", tablefmt="github")] if joined else []
+    print("\n\n".join(tables))
+    bad = sum(r["unexpected"] for r in rows) if rows else joined[-1]["unexpected"]
     if rows:
         labelled = sum(grading.expected(r) is None for r in records)  # infrastructure errors and python-version misses
-        print(f"{len(records)} gradings: {len(records) - bad - labelled} as expected, {bad} unexpected, {labelled} labelled with an infrastructure reason")
+        print(
+            f"{len(records)} gradings: {len(records) - bad - labelled} as expected, {bad} unexpected, {labelled} labelled with an infrastructure reason"
+        )
     if joined:
-        t = joined[-1]; print(f"{t['n']} instances: {t['both']} gold→resolved and empty→unresolved, {t['unexpected']} unexpected, infrastructure: {t['infra']}")
+        t = joined[-1]
+        print(
+            f"{t['n']} instances: {t['both']} gold→resolved and empty→unresolved, {t['unexpected']} unexpected, infrastructure: {t['infra']}"
+        )
     if a.out:
-        out = Path(a.out); out.parent.mkdir(parents=True, exist_ok=True)
+        out = Path(a.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
         what = f"runs {', '.join(a.merge)}" if a.merge else f"{a.sandbox} sandbox"
-        out.write_text(f"# Harness validation: {a.dataset}\n\nGold patches must resolve and empty patches must not ({what}).\n\n" + '\n\n'.join(tables) + '\n')
+        out.write_text(
+            f"# Harness validation: {a.dataset}\n\nGold patches must resolve and empty patches must not ({what}).\n\n"
+            + "\n\n".join(tables)
+            + "\n"
+        )
     _write_json(a.json, records)
-    if bad: raise SystemExit(1)
+    if bad:
+        raise SystemExit(1)
+
 
 def cmd_sandbox(a):
-    cmd = a.cmd[1:] if a.cmd[:1] == ['--'] else a.cmd
-    if not cmd: raise UsageError("No command given; put it after --, e.g. swecl sandbox --instance ID -- git log --oneline.")
+    cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
+    if not cmd:
+        raise UsageError("No command given; put it after --, e.g. swecl sandbox --instance ID -- git log --oneline.")
     b, tasks = _load_tasks(a.dataset, [a.instance])
     sb = _sandbox(a.sandbox, b, a.timeout, a.compat)
     import shlex
-    with sb.open(tasks[0]) as s: r = s.run(shlex.join(cmd))
+
+    with sb.open(tasks[0]) as s:
+        r = s.run(shlex.join(cmd))
     sys.stdout.write(r.output)
-    if r.timed_out: print(f'swecl sandbox: the command timed out after {r.seconds:.0f} s', file=sys.stderr)
-    _write_json(a.json, {'instance_id': a.instance, 'exit_code': r.exit_code, 'seconds': r.seconds, 'timed_out': r.timed_out})
-    if r.exit_code: raise SystemExit(r.exit_code if 0 < r.exit_code < 256 else 124)
+    if r.timed_out:
+        print(f"swecl sandbox: the command timed out after {r.seconds:.0f} s", file=sys.stderr)
+    _write_json(
+        a.json, {"instance_id": a.instance, "exit_code": r.exit_code, "seconds": r.seconds, "timed_out": r.timed_out}
+    )
+    if r.exit_code:
+        raise SystemExit(r.exit_code if 0 < r.exit_code < 256 else 124)
+
 
 def cmd_envs(a):
-    from swecl.envcache import env_inventory, prune_envs
     from tabulate import tabulate
-    if (a.all or a.dry_run) and not a.prune: raise UsageError("--all and --dry-run only apply with --prune, e.g. swecl envs --prune --dry-run.")
+
+    from swecl.envcache import env_inventory, prune_envs
+
+    if (a.all or a.dry_run) and not a.prune:
+        raise UsageError("--all and --dry-run only apply with --prune, e.g. swecl envs --prune --dry-run.")
     inv = env_inventory(progress=sys.stderr.isatty())
-    gb = lambda n: f'{n / 1e9:.2f}'
-    if a.verbose: print(tabulate([(e.name, e.kind, e.status, gb(e.bytes)) for e in inv], headers=['env', 'kind', 'status', 'GB'], tablefmt='github'), end='\n\n')
+    gb = lambda n: f"{n / 1e9:.2f}"
+    if a.verbose:
+        print(
+            tabulate(
+                [(e.name, e.kind, e.status, gb(e.bytes)) for e in inv],
+                headers=["env", "kind", "status", "GB"],
+                tablefmt="github",
+            ),
+            end="\n\n",
+        )
     by = {}
-    for e in inv: n, b, own = by.get(e.status, (0, 0, 0)); by[e.status] = (n + 1, b + e.bytes, own + e.own_bytes)
-    print(tabulate([(s, n, gb(b), gb(own)) for s, (n, b, own) in sorted(by.items())], headers=['status', 'folders', 'GB', 'GB held alone'], tablefmt='github'))
+    for e in inv:
+        n, b, own = by.get(e.status, (0, 0, 0))
+        by[e.status] = (n + 1, b + e.bytes, own + e.own_bytes)
+    print(
+        tabulate(
+            [(s, n, gb(b), gb(own)) for s, (n, b, own) in sorted(by.items())],
+            headers=["status", "folders", "GB", "GB held alone"],
+            tablefmt="github",
+        )
+    )
     stale = sum(e.own_bytes for e in inv if e.stale)
-    print(f"{len(inv)} folders, {gb(sum(e.bytes for e in inv))} GB ({gb(sum(e.shared_bytes for e in inv))} GB of it hard-linked from uv's cache); "
-          f"stale: {gb(stale)} GB" + ('' if a.prune or not stale else ' (swecl envs --prune frees it)'))
-    out = {'envs': [e.__dict__ for e in inv]}
+    print(
+        f"{len(inv)} folders, {gb(sum(e.bytes for e in inv))} GB ({gb(sum(e.shared_bytes for e in inv))} GB of it hard-linked from uv's cache); "
+        f"stale: {gb(stale)} GB" + ("" if a.prune or not stale else " (swecl envs --prune frees it)")
+    )
+    out = {"envs": [e.__dict__ for e in inv]}
     if a.prune:
         r = prune_envs(everything=a.all, dry_run=a.dry_run, inventory=inv)
-        print(f"{'would remove' if a.dry_run else 'removed'} {len(r.removed)} folders, {gb(r.freed_bytes)} GB; kept {r.kept}"
-              + (f"; skipped {len(r.skipped)} in use: {', '.join(r.skipped)}" if r.skipped else ''))
-        out['prune'] = r.__dict__
+        print(
+            f"{'would remove' if a.dry_run else 'removed'} {len(r.removed)} folders, {gb(r.freed_bytes)} GB; kept {r.kept}"
+            + (f"; skipped {len(r.skipped)} in use: {', '.join(r.skipped)}" if r.skipped else "")
+        )
+        out["prune"] = r.__dict__
     _write_json(a.json, out)
+
 
 def cmd_bench(a):
     from swecl import bench
-    if a.what == 'memory':
+
+    if a.what == "memory":
         texts = None
         try:
             from swecl.datasets import load
-            texts = [t.problem_statement for t in load('verified').tasks][:512]
-        except DatasetError: pass
+
+            texts = [t.problem_statement for t in load("verified").tasks][:512]
+        except DatasetError:
+            pass
         r = bench.bench_memory(sizes=[int(float(x)) for x in a.sizes], texts=texts)
         from tabulate import tabulate
-        print(tabulate(r['store'], headers='keys', tablefmt='github')); print(tabulate(r['embedding'], headers='keys', tablefmt='github'))
-        _write_json(a.json, r); return
+
+        print(tabulate(r["store"], headers="keys", tablefmt="github"))
+        print(tabulate(r["embedding"], headers="keys", tablefmt="github"))
+        _write_json(a.json, r)
+        return
     b, tasks = _load_tasks(a.dataset)
-    r = bench.bench_sandbox(tasks[:a.n] if a.n else tasks, _sandbox('local', b))
-    print(f"{r['n']} tasks: median setup {r['median_sandbox_s']:.3f} s (sandbox) vs {r['median_clone_venv_s']:.3f} s (clone + venv): {r['speedup']}x")
+    r = bench.bench_sandbox(tasks[: a.n] if a.n else tasks, _sandbox("local", b))
+    print(
+        f"{r['n']} tasks: median setup {r['median_sandbox_s']:.3f} s (sandbox) vs {r['median_clone_venv_s']:.3f} s (clone + venv): {r['speedup']}x"
+    )
     _write_json(a.json, r)
+
 
 def cmd_run(a):
     from swecl import runner
+
     r = runner.run_experiment(a.plan, a.out, a.workers, a.engine)
-    if 'validation' in r: print(f"harness validation: {r['validation']['as_expected']}/{r['validation']['n']} gradings as expected")
-    if 'retrieval_rows' in r: print(f"retrieval study: {r['retrieval_rows']} rows")
-    if not r['cells']: print((Path(r['dir']) / 'no_model.txt').read_text().strip())
-    for c in r['cells']:
-        print(f"{c['cell']}: " + (f"ERROR {c['error']}" if c.get('error') else f"{c['resolved_first']}/{c['n_tasks']} resolved on first attempt, {c['attempts']} attempts ({c['new']} new)"))
+    if "validation" in r:
+        print(f"harness validation: {r['validation']['as_expected']}/{r['validation']['n']} gradings as expected")
+    if "retrieval_rows" in r:
+        print(f"retrieval study: {r['retrieval_rows']} rows")
+    if not r["cells"]:
+        print((Path(r["dir"]) / "no_model.txt").read_text().strip())
+    for c in r["cells"]:
+        print(
+            f"{c['cell']}: "
+            + (
+                f"ERROR {c['error']}"
+                if c.get("error")
+                else f"{c['resolved_first']}/{c['n_tasks']} resolved on first attempt, {c['attempts']} attempts ({c['new']} new)"
+            )
+        )
     _write_json(a.json, r)
-    if any(c.get('error') for c in r['cells']): raise SystemExit(1)
+    if any(c.get("error") for c in r["cells"]):
+        raise SystemExit(1)
+
 
 def cmd_poison(a):
-    from swecl import poisoning
     import pandas as pd
+
+    from swecl import poisoning
+
     if a.summarize:
         df = pd.read_csv(a.summarize)
-        missing = {'target_difficulty', 'poisoning_difficulty', 'drift_score'} - set(df.columns)
-        if missing: raise UsageError(f"{a.summarize} lacks the column(s) {', '.join(sorted(missing))}; a drift table needs target_difficulty, poisoning_difficulty and drift_score.")
+        missing = {"target_difficulty", "poisoning_difficulty", "drift_score"} - set(df.columns)
+        if missing:
+            raise UsageError(
+                f"{a.summarize} lacks the column(s) {', '.join(sorted(missing))}; a drift table needs target_difficulty, poisoning_difficulty and drift_score."
+            )
         S = poisoning.summarize_drift(df)
-        with pd.option_context('display.width', 200):
-            print('by target difficulty:'); print(S['by_target'].to_string(index=False, float_format=lambda v: f'{v:.4f}'))
-            print('by (source, target) cell:'); print(S['by_cell'].to_string(index=False, float_format=lambda v: f'{v:.4f}'))
-        print('tests:', json.dumps(S['tests']))
-        if a.figure: poisoning.drift_figure(S, a.figure, f'{Path(a.summarize).name} (n={len(df)})')
-        _write_json(a.json, {'source': a.summarize, 'overall': S['overall'], 'by_target': S['by_target'].to_dict('records'),
-                             'by_cell': S['by_cell'].to_dict('records'), 'tests': S['tests']}); return
-    if not a.model: raise UsageError('Give --model (a registry string) to run, or --summarize CSV to summarise a drift table.')
-    cells = [tuple(int(x) for x in c.split(':')) for c in a.cells]
-    r = poisoning.run_poisoning(a.model, a.embedder, a.dataset, cells, a.n, a.seed, a.cross_repo, a.style, a.out, a.experiment, not a.no_noise_floor)
-    print(f"{r['n_pairs']} pairs: mean drift {r['overall']['mean']:.3f}" + (f", net of the noise floor {r['net_drift']['mean']:.3f}" if r['net_drift'] else '') + f"; results in {r['dir']}")
+        with pd.option_context("display.width", 200):
+            print("by target difficulty:")
+            print(S["by_target"].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+            print("by (source, target) cell:")
+            print(S["by_cell"].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+        print("tests:", json.dumps(S["tests"]))
+        if a.figure:
+            poisoning.drift_figure(S, a.figure, f"{Path(a.summarize).name} (n={len(df)})")
+        _write_json(
+            a.json,
+            {
+                "source": a.summarize,
+                "overall": S["overall"],
+                "by_target": S["by_target"].to_dict("records"),
+                "by_cell": S["by_cell"].to_dict("records"),
+                "tests": S["tests"],
+            },
+        )
+        return
+    if not a.model:
+        raise UsageError("Give --model (a registry string) to run, or --summarize CSV to summarise a drift table.")
+    cells = [tuple(int(x) for x in c.split(":")) for c in a.cells]
+    r = poisoning.run_poisoning(
+        a.model,
+        a.embedder,
+        a.dataset,
+        cells,
+        a.n,
+        a.seed,
+        a.cross_repo,
+        a.style,
+        a.out,
+        a.experiment,
+        not a.no_noise_floor,
+    )
+    print(
+        f"{r['n_pairs']} pairs: mean drift {r['overall']['mean']:.3f}"
+        + (f", net of the noise floor {r['net_drift']['mean']:.3f}" if r["net_drift"] else "")
+        + f"; results in {r['dir']}"
+    )
     _write_json(a.json, r)
 
+
 def cmd_retrieval_study(a):
-    from swecl import retrieval, memory
+    from swecl import memory, retrieval
+
     sets = retrieval.default_sets(a.contextbench, a.cl)
-    if not sets: raise UsageError('Neither benchmark could be loaded; set SWECL_DATA_DIR to the offline data folder.')
+    if not sets:
+        raise UsageError("Neither benchmark could be loaded; set SWECL_DATA_DIR to the offline data folder.")
     df = retrieval.retrieval_study([memory.make_embedder(e) for e in a.embedder], sets, a.n_resamples, a.seed)
     import pandas as pd
-    cols = ['benchmark', 'embedder', 'representation', 'filter', 'links', 'n', 'recall@1', 'recall@5', 'recall@10', 'mrr']
-    with pd.option_context('display.width', 200): print(df[cols].to_string(index=False, float_format=lambda v: f'{v:.3f}'))
-    if a.out: Path(a.out).parent.mkdir(parents=True, exist_ok=True); df.to_csv(a.out, index=False)
-    _write_json(a.json, df.to_dict('records'))
+
+    cols = [
+        "benchmark",
+        "embedder",
+        "representation",
+        "filter",
+        "links",
+        "n",
+        "recall@1",
+        "recall@5",
+        "recall@10",
+        "mrr",
+    ]
+    with pd.option_context("display.width", 200):
+        print(df[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(a.out, index=False)
+    _write_json(a.json, df.to_dict("records"))
+
+
 def cmd_solve(a):
     from swecl import agent, models
+
     b, tasks = _load_tasks(a.dataset, [a.instance])
     model = models.make_model(a.model)  # a bad name or a missing key fails here, before any work
     sb = _sandbox(a.sandbox, b, a.timeout, a.compat)
     t = tasks[0]
-    if a.single_shot: r = agent.single_shot(t, model, sb, log_dir=a.logs)
+    if a.single_shot:
+        r = agent.single_shot(t, model, sb, log_dir=a.logs)
     else:
         cfg = agent.AgentConfig(max_steps=a.max_steps, max_cost=a.max_cost, max_seconds=a.max_seconds)
         r = agent.solve(t, model, sb, cfg, trajectory=a.trajectory, log_dir=a.logs)
-    u = r['usage']
-    verdict = 'RESOLVED' if r['resolved'] else f"infrastructure error: {r['error']}" if r.get('infra_reason') and r['error'] else 'not resolved'
-    lines = [f"{t.instance_id} ({t.repo}) with {r['model']}: {verdict}",
-             f"  patch applied: {r['patch_applied']}; F2P resolved: {r['f2p_resolved']}" + (f"; F2P {r['f2p'][0]}/{r['f2p'][1]}, P2P {r['p2p'][0]}/{r['p2p'][1]}" if 'f2p' in r else ''),
-             f"  exit: {r.get('exit_reason', 'single-shot')}, steps {r.get('steps', 1)}, tools {r.get('tool_counts', {})}",
-             f"  tokens: input {u['input']}, output {u['output']}, cache write {u['cache_creation']}, cache read {u['cache_read']}; cost " + ('unknown' if r['cost'] is None else f"${r['cost']:.4f}"),
-             f"  time {r['seconds']:.1f} s" + (f"; trajectory {r['trajectory']}" if r.get('trajectory') else '')]
-    if a.single_shot: lines.append(f"  distance to gold: {r['distance']['char']} characters, {r['distance']['token']} tokens")
-    print('\n'.join(lines))
-    _write_json(a.json, {k: v for k, v in r.items() if k != 'patch'} | {'patch': r['patch']})
+    u = r["usage"]
+    verdict = (
+        "RESOLVED"
+        if r["resolved"]
+        else f"infrastructure error: {r['error']}"
+        if r.get("infra_reason") and r["error"]
+        else "not resolved"
+    )
+    lines = [
+        f"{t.instance_id} ({t.repo}) with {r['model']}: {verdict}",
+        f"  patch applied: {r['patch_applied']}; F2P resolved: {r['f2p_resolved']}"
+        + (f"; F2P {r['f2p'][0]}/{r['f2p'][1]}, P2P {r['p2p'][0]}/{r['p2p'][1]}" if "f2p" in r else ""),
+        f"  exit: {r.get('exit_reason', 'single-shot')}, steps {r.get('steps', 1)}, tools {r.get('tool_counts', {})}",
+        f"  tokens: input {u['input']}, output {u['output']}, cache write {u['cache_creation']}, cache read {u['cache_read']}; cost "
+        + ("unknown" if r["cost"] is None else f"${r['cost']:.4f}"),
+        f"  time {r['seconds']:.1f} s" + (f"; trajectory {r['trajectory']}" if r.get("trajectory") else ""),
+    ]
+    if a.single_shot:
+        lines.append(f"  distance to gold: {r['distance']['char']} characters, {r['distance']['token']} tokens")
+    print("\n".join(lines))
+    _write_json(a.json, {k: v for k, v in r.items() if k != "patch"} | {"patch": r["patch"]})
 
 # %% ../nbs/13_cli.ipynb #6c0a23f6
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog='swecl', description='Continual learning and experience reuse for coding agents.')
-    sub = p.add_subparsers(dest='command', metavar='COMMAND')
+    p = argparse.ArgumentParser(prog="swecl", description="Continual learning and experience reuse for coding agents.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
     def add(name, fn, help):
-        s = sub.add_parser(name, help=help, description=help); s.set_defaults(fn=fn)
-        s.add_argument('--json', metavar='PATH', help='write the machine-readable result here')
+        s = sub.add_parser(name, help=help, description=help)
+        s.set_defaults(fn=fn)
+        s.add_argument("--json", metavar="PATH", help="write the machine-readable result here")
         return s
-    s = add('build-dataset', cmd_build_dataset, 'Build SWE-Bench-CL from SWE-bench Verified rows.')
-    s.add_argument('input', help='SWE-bench rows (JSONL/JSON/parquet) or a short name such as verified')
-    s.add_argument('-o', '--output', required=True, help='the SWE-Bench-CL JSON to write')
-    s.add_argument('--order', choices=['curriculum', 'chronological'], default='curriculum')
-    s.add_argument('--dependency-scope', choices=['repo', 'sequence'], default='repo', help='dependencies from the whole repository (authors) or only earlier tasks of the sequence')
-    s.add_argument('--min-tasks', type=int, default=15); s.add_argument('--max-tasks', type=int, default=50, help='0 = no limit')
-    s.add_argument('--repos', nargs='*', help='only these repositories (owner/name)')
-    s = add('stats', cmd_stats, 'Print and write per-sequence statistics (Table 1).')
-    s.add_argument('--dataset', default='swe-bench-cl'); s.add_argument('--out', help='also write the table (.md or .csv)')
-    s = add('similarity', cmd_similarity, 'Patch similarity (Jaccard, TF-IDF cosine) per pair and on average.')
-    s.add_argument('--dataset', default='swe-bench-cl'); s.add_argument('--pairs', help='CSV with task_a_id, task_b_id columns')
-    s.add_argument('--all-pairs', action='store_true', help='every A-before-B pair of every sequence')
-    s.add_argument('--disjoint', action='store_true', help='with --all-pairs: only pairs with disjoint modified files')
-    s.add_argument('--per-repo', type=int, default=20); s.add_argument('--seed', type=int, default=0)
-    s = add('metrics', cmd_metrics, 'Continual-learning metrics with bootstrap CIs from attempts.jsonl files.')
-    s.add_argument('--attempts', required=True, help='an attempts.jsonl or a results folder')
-    s.add_argument('--zero-shot', help='attempts of a memory-disabled cell: their first attempts are the zero-shot row')
-    s.add_argument('--forgetting', choices=['paper', 'chaudhry'], default='paper'); s.add_argument('--beta', type=float, default=1.0)
-    s.add_argument('--n-resamples', type=int, default=2000); s.add_argument('--seed', type=int, default=0)
-    s = add('report', cmd_report, 'Render reports/ from a results folder (runs aggregate.ipynb through papermill).')
-    s.add_argument('--results', default='results'); s.add_argument('--out', default='reports')
-    s.add_argument('--dataset', default='swe-bench-cl'); s.add_argument('--quick', action='store_true', help='skip the all-pairs similarity')
-    s = add('validate', cmd_validate, 'Harness check: gold patches must resolve, empty patches must not.')
-    s.add_argument('--dataset', default='mini'); s.add_argument('--policy', choices=['gold', 'empty', 'both'], default='both')
-    s.add_argument('--sandbox', choices=['local', 'local-unsafe', 'docker'], default='local')
-    s.add_argument('--instances', nargs='*'); s.add_argument('--repos', nargs='*')
-    s.add_argument('--timeout', type=float, help='seconds per test run (default 900)')
-    s.add_argument('--logs', help='keep each grading log under this folder'); s.add_argument('--out', help='write the table as markdown')
-    s.add_argument('--merge', nargs='+', metavar='JSON', help='grade nothing: join the records of earlier --json runs (later files win) into the table')
-    s.add_argument('--compat', action='store_true', help=COMPAT_HELP)
-    s = add('sandbox', cmd_sandbox, "Run one command in a fresh sandbox of a task; exits with the command's exit code.")
-    s.add_argument('--dataset', default='mini'); s.add_argument('--instance', required=True)
-    s.add_argument('--sandbox', choices=['local', 'local-unsafe', 'docker'], default='local'); s.add_argument('--timeout', type=float)
-    s.add_argument('--compat', action='store_true', help=COMPAT_HELP)
-    s.add_argument('cmd', nargs=argparse.REMAINDER, help='-- then the command')
-    s = add('envs', cmd_envs, 'The env cache by status with sizes; --prune removes what no run reads again.')
-    s.add_argument('--prune', action='store_true', help='remove stale envs: older recipes, orphan copies, unfinished and abandoned builds')
-    s.add_argument('--all', action='store_true', help='with --prune: every env (rebuilt on next use), not only stale ones')
-    s.add_argument('--dry-run', action='store_true', help='with --prune: say what would go, remove nothing')
-    s.add_argument('-v', '--verbose', action='store_true', help='list every folder')
-    s = add('bench', cmd_bench, 'Performance figures: sandbox setup against a fresh clone + venv; memory store and embedders.')
-    s.add_argument('what', choices=['sandbox', 'memory']); s.add_argument('--dataset', default='mini')
-    s.add_argument('--sizes', nargs='*', default=['1e3', '1e4', '1e5'], help='memory: store sizes')
-    s.add_argument('--n', type=int, default=0, help='only the first n tasks (0 = all)')
-    s = add('run', cmd_run, 'Run a plan: harness validation, retrieval study and agent cells (resumable).')
-    s.add_argument('--plan', default='offline', help='a YAML file or a plan name under swecl/data/plans (offline, swe-bench-cl, contextbench-lite)')
-    s.add_argument('--out', default='results'); s.add_argument('--workers', type=int, default=1); s.add_argument('--engine', choices=['local', 'ray'], default='local')
-    s = add('poison', cmd_poison, 'Prompt-poisoning drift (Algorithm 1): run it with a model, or summarise a per-pair drift table.')
-    s.add_argument('--summarize', metavar='CSV', help="a per-pair drift table (e.g. the authors' drift_results_by_difficulty.csv)")
-    s.add_argument('--figure', help='with --summarize: also draw Figure 2 here (PNG)')
-    s.add_argument('--model'); s.add_argument('--embedder', default='minilm'); s.add_argument('--dataset', default='swe-bench-cl')
-    s.add_argument('--cells', nargs='*', default=['1:3', '1:4', '2:3', '2:4'], help='source:target difficulty cells')
-    s.add_argument('--n', type=int, default=20, help='pairs per cell'); s.add_argument('--seed', type=int, default=0)
-    s.add_argument('--cross-repo', action='store_true'); s.add_argument('--style', choices=['authors', 'appendix-a'], default='authors')
-    s.add_argument('--no-noise-floor', action='store_true'); s.add_argument('--out', default='results'); s.add_argument('--experiment', default='poisoning')
-    s = add('retrieval-study', cmd_retrieval_study, 'Recall@k and MRR of the oracle links per embedder, representation and filter.')
-    s.add_argument('--embedder', nargs='*', default=['hashing', 'minilm']); s.add_argument('--contextbench', default='contextbench-lite')
-    s.add_argument('--cl', default='swe-bench-cl'); s.add_argument('--n-resamples', type=int, default=1000); s.add_argument('--seed', type=int, default=0)
-    s.add_argument('--out', help='also write the table as CSV')
-    s = add('solve', cmd_solve, 'Run one task end to end: agent, patch, grading.')
-    s.add_argument('--dataset', default='mini'); s.add_argument('--instance', required=True)
-    s.add_argument('--model', default=os.environ.get('SWECL_MODEL', 'scripted'), help='anthropic:<model>, openai:<base_url>:<model>, llamacpp:<gguf>, replay:<file>, scripted[:<file>]')
-    s.add_argument('--sandbox', choices=['local', 'local-unsafe', 'docker'], default='local'); s.add_argument('--timeout', type=float)
-    s.add_argument('--compat', action='store_true', help=COMPAT_HELP)
-    s.add_argument('--max-steps', type=int, default=40); s.add_argument('--max-cost', type=float); s.add_argument('--max-seconds', type=float)
-    s.add_argument('--single-shot', action='store_true', help='one prompt (Appendix A), one diff')
-    s.add_argument('--trajectory', help='append the trajectory here (JSON lines)'); s.add_argument('--logs', help='keep the grading log here')
+
+    s = add("build-dataset", cmd_build_dataset, "Build SWE-Bench-CL from SWE-bench Verified rows.")
+    s.add_argument("input", help="SWE-bench rows (JSONL/JSON/parquet) or a short name such as verified")
+    s.add_argument("-o", "--output", required=True, help="the SWE-Bench-CL JSON to write")
+    s.add_argument("--order", choices=["curriculum", "chronological"], default="curriculum")
+    s.add_argument(
+        "--dependency-scope",
+        choices=["repo", "sequence"],
+        default="repo",
+        help="dependencies from the whole repository (authors) or only earlier tasks of the sequence",
+    )
+    s.add_argument("--min-tasks", type=int, default=15)
+    s.add_argument("--max-tasks", type=int, default=50, help="0 = no limit")
+    s.add_argument("--repos", nargs="*", help="only these repositories (owner/name)")
+    s = add("stats", cmd_stats, "Print and write per-sequence statistics (Table 1).")
+    s.add_argument("--dataset", default="swe-bench-cl")
+    s.add_argument("--out", help="also write the table (.md or .csv)")
+    s = add("similarity", cmd_similarity, "Patch similarity (Jaccard, TF-IDF cosine) per pair and on average.")
+    s.add_argument("--dataset", default="swe-bench-cl")
+    s.add_argument("--pairs", help="CSV with task_a_id, task_b_id columns")
+    s.add_argument("--all-pairs", action="store_true", help="every A-before-B pair of every sequence")
+    s.add_argument("--disjoint", action="store_true", help="with --all-pairs: only pairs with disjoint modified files")
+    s.add_argument("--per-repo", type=int, default=20)
+    s.add_argument("--seed", type=int, default=0)
+    s = add("metrics", cmd_metrics, "Continual-learning metrics with bootstrap CIs from attempts.jsonl files.")
+    s.add_argument("--attempts", required=True, help="an attempts.jsonl or a results folder")
+    s.add_argument("--zero-shot", help="attempts of a memory-disabled cell: their first attempts are the zero-shot row")
+    s.add_argument("--forgetting", choices=["paper", "chaudhry"], default="paper")
+    s.add_argument("--beta", type=float, default=1.0)
+    s.add_argument("--n-resamples", type=int, default=2000)
+    s.add_argument("--seed", type=int, default=0)
+    s = add("report", cmd_report, "Render reports/ from a results folder (runs aggregate.ipynb through papermill).")
+    s.add_argument("--results", default="results")
+    s.add_argument("--out", default="reports")
+    s.add_argument("--dataset", default="swe-bench-cl")
+    s.add_argument("--quick", action="store_true", help="skip the all-pairs similarity")
+    s = add("validate", cmd_validate, "Harness check: gold patches must resolve, empty patches must not.")
+    s.add_argument("--dataset", default="mini")
+    s.add_argument("--policy", choices=["gold", "empty", "both"], default="both")
+    s.add_argument("--sandbox", choices=["local", "local-unsafe", "docker"], default="local")
+    s.add_argument("--instances", nargs="*")
+    s.add_argument("--repos", nargs="*")
+    s.add_argument("--timeout", type=float, help="seconds per test run (default 900)")
+    s.add_argument("--logs", help="keep each grading log under this folder")
+    s.add_argument("--out", help="write the table as markdown")
+    s.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="JSON",
+        help="grade nothing: join the records of earlier --json runs (later files win) into the table",
+    )
+    s.add_argument("--compat", action="store_true", help=COMPAT_HELP)
+    s = add("sandbox", cmd_sandbox, "Run one command in a fresh sandbox of a task; exits with the command's exit code.")
+    s.add_argument("--dataset", default="mini")
+    s.add_argument("--instance", required=True)
+    s.add_argument("--sandbox", choices=["local", "local-unsafe", "docker"], default="local")
+    s.add_argument("--timeout", type=float)
+    s.add_argument("--compat", action="store_true", help=COMPAT_HELP)
+    s.add_argument("cmd", nargs=argparse.REMAINDER, help="-- then the command")
+    s = add("envs", cmd_envs, "The env cache by status with sizes; --prune removes what no run reads again.")
+    s.add_argument(
+        "--prune",
+        action="store_true",
+        help="remove stale envs: older recipes, orphan copies, unfinished and abandoned builds",
+    )
+    s.add_argument(
+        "--all", action="store_true", help="with --prune: every env (rebuilt on next use), not only stale ones"
+    )
+    s.add_argument("--dry-run", action="store_true", help="with --prune: say what would go, remove nothing")
+    s.add_argument("-v", "--verbose", action="store_true", help="list every folder")
+    s = add(
+        "bench",
+        cmd_bench,
+        "Performance figures: sandbox setup against a fresh clone + venv; memory store and embedders.",
+    )
+    s.add_argument("what", choices=["sandbox", "memory"])
+    s.add_argument("--dataset", default="mini")
+    s.add_argument("--sizes", nargs="*", default=["1e3", "1e4", "1e5"], help="memory: store sizes")
+    s.add_argument("--n", type=int, default=0, help="only the first n tasks (0 = all)")
+    s = add("run", cmd_run, "Run a plan: harness validation, retrieval study and agent cells (resumable).")
+    s.add_argument(
+        "--plan",
+        default="offline",
+        help="a YAML file or a plan name under swecl/data/plans (offline, swe-bench-cl, contextbench-lite)",
+    )
+    s.add_argument("--out", default="results")
+    s.add_argument("--workers", type=int, default=1)
+    s.add_argument("--engine", choices=["local", "ray"], default="local")
+    s = add(
+        "poison",
+        cmd_poison,
+        "Prompt-poisoning drift (Algorithm 1): run it with a model, or summarise a per-pair drift table.",
+    )
+    s.add_argument(
+        "--summarize", metavar="CSV", help="a per-pair drift table (e.g. the authors' drift_results_by_difficulty.csv)"
+    )
+    s.add_argument("--figure", help="with --summarize: also draw Figure 2 here (PNG)")
+    s.add_argument("--model")
+    s.add_argument("--embedder", default="minilm")
+    s.add_argument("--dataset", default="swe-bench-cl")
+    s.add_argument("--cells", nargs="*", default=["1:3", "1:4", "2:3", "2:4"], help="source:target difficulty cells")
+    s.add_argument("--n", type=int, default=20, help="pairs per cell")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--cross-repo", action="store_true")
+    s.add_argument("--style", choices=["authors", "appendix-a"], default="authors")
+    s.add_argument("--no-noise-floor", action="store_true")
+    s.add_argument("--out", default="results")
+    s.add_argument("--experiment", default="poisoning")
+    s = add(
+        "retrieval-study",
+        cmd_retrieval_study,
+        "Recall@k and MRR of the oracle links per embedder, representation and filter.",
+    )
+    s.add_argument("--embedder", nargs="*", default=["hashing", "minilm"])
+    s.add_argument("--contextbench", default="contextbench-lite")
+    s.add_argument("--cl", default="swe-bench-cl")
+    s.add_argument("--n-resamples", type=int, default=1000)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out", help="also write the table as CSV")
+    s = add("solve", cmd_solve, "Run one task end to end: agent, patch, grading.")
+    s.add_argument("--dataset", default="mini")
+    s.add_argument("--instance", required=True)
+    s.add_argument(
+        "--model",
+        default=os.environ.get("SWECL_MODEL", "scripted"),
+        help="anthropic:<model>, openai:<base_url>:<model>, llamacpp:<gguf>, replay:<file>, scripted[:<file>]",
+    )
+    s.add_argument("--sandbox", choices=["local", "local-unsafe", "docker"], default="local")
+    s.add_argument("--timeout", type=float)
+    s.add_argument("--compat", action="store_true", help=COMPAT_HELP)
+    s.add_argument("--max-steps", type=int, default=40)
+    s.add_argument("--max-cost", type=float)
+    s.add_argument("--max-seconds", type=float)
+    s.add_argument("--single-shot", action="store_true", help="one prompt (Appendix A), one diff")
+    s.add_argument("--trajectory", help="append the trajectory here (JSON lines)")
+    s.add_argument("--logs", help="keep the grading log here")
     return p
+
 
 def main(argv=None) -> int:
     "Entry point of the `swecl` command."
     p = parser()
     a = p.parse_args(argv)
-    if not getattr(a, 'fn', None): p.print_help(); return 2
+    if not getattr(a, "fn", None):
+        p.print_help()
+        return 2
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter('default')
+            warnings.simplefilter("default")
             a.fn(a)
         return 0
     except SystemExit as e:  # a command's own exit status (validate: 1 on unexpected verdicts; sandbox: the command's)
         return e.code
-    except (DatasetError, UsageError, SandboxError, ModelError, RunError, PoisonError, FileNotFoundError, KeyError, ValueError) as e:
+    except (
+        DatasetError,
+        UsageError,
+        SandboxError,
+        ModelError,
+        RunError,
+        PoisonError,
+        FileNotFoundError,
+        KeyError,
+        ValueError,
+    ) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-        print(f'swecl {a.command}: {msg}', file=sys.stderr)
+        print(f"swecl {a.command}: {msg}", file=sys.stderr)
         return 2

@@ -4,12 +4,21 @@
 
 # %% ../nbs/01_datasets.ipynb #edf33fe4
 from __future__ import annotations
-import csv, gzip, hashlib, io, json, os, warnings
+
+import csv
+import gzip
+import hashlib
+import io
+import json
+import os
+import warnings
 from collections import Counter, defaultdict
 from pathlib import Path
+
 import pandas as pd
-from .schema import *
+
 from .core import package_file
+from .schema import *
 
 # %% auto #0
 __all__ = ['PROJECT_ROOT', 'KNOWN', 'CL_METADATA', 'EVALUATION_METRICS', 'cache_dir', 'data_dirs', 'sha256_file',
@@ -18,124 +27,179 @@ __all__ = ['PROJECT_ROOT', 'KNOWN', 'CL_METADATA', 'EVALUATION_METRICS', 'cache_
            'by_repo_sequences', 'load_contextbench', 'load', 'stats_table', 'table1_markdown']
 
 # %% ../nbs/01_datasets.ipynb #95dee8fb
-PROJECT_ROOT = Path(__file__).resolve().parent.parent if '__file__' in globals() else Path.cwd().parent
+PROJECT_ROOT = Path(__file__).resolve().parent.parent if "__file__" in globals() else Path.cwd().parent
 
 KNOWN = {
-    'verified': dict(files=['swe-bench-verified.jsonl'], hf='princeton-nlp/SWE-bench_Verified', kind='swebench'),
-    'lite': dict(files=['swe-bench-lite.jsonl'], hf='princeton-nlp/SWE-bench_Lite', kind='swebench'),
-    'swe-bench-cl': dict(files=['SWE-Bench-CL-Curriculum.json', 'SWE-Bench-CL-Curriculum.reconstructed.json'],
-                         hf='thomasjoshi/swe-bench-cl', kind='cl'),
-    'contextbench-lite': dict(files=['swe-contextbench/related-lite.jsonl'], hf=None, kind='contextbench'),
-    'contextbench-verified': dict(files=['swe-contextbench/related-verified.jsonl'], hf=None, kind='contextbench'),
-    'mini': dict(files=[], hf=None, kind='mini'),
+    "verified": dict(files=["swe-bench-verified.jsonl"], hf="princeton-nlp/SWE-bench_Verified", kind="swebench"),
+    "lite": dict(files=["swe-bench-lite.jsonl"], hf="princeton-nlp/SWE-bench_Lite", kind="swebench"),
+    "swe-bench-cl": dict(
+        files=["SWE-Bench-CL-Curriculum.json", "SWE-Bench-CL-Curriculum.reconstructed.json"],
+        hf="thomasjoshi/swe-bench-cl",
+        kind="cl",
+    ),
+    "contextbench-lite": dict(files=["swe-contextbench/related-lite.jsonl"], hf=None, kind="contextbench"),
+    "contextbench-verified": dict(files=["swe-contextbench/related-verified.jsonl"], hf=None, kind="contextbench"),
+    "mini": dict(files=[], hf=None, kind="mini"),
 }
+
 
 def cache_dir() -> Path:
     "The user cache for downloaded datasets and repositories (`$SWECL_CACHE_DIR`, default `~/.cache/swecl`)."
-    return Path(os.environ.get('SWECL_CACHE_DIR') or Path.home() / '.cache' / 'swecl')
+    return Path(os.environ.get("SWECL_CACHE_DIR") or Path.home() / ".cache" / "swecl")
+
 
 def data_dirs(explicit=None) -> list[Path]:
     "Folders searched for dataset files, in resolution order."
     dirs = [Path(explicit)] if explicit else []
-    if os.environ.get('SWECL_DATA_DIR'): dirs.append(Path(os.environ['SWECL_DATA_DIR']))
+    if os.environ.get("SWECL_DATA_DIR"):
+        dirs.append(Path(os.environ["SWECL_DATA_DIR"]))
     dirs.append(cache_dir())
     return dirs
 
+
 def sha256_file(path) -> str:
     h = hashlib.sha256()
-    with open(path, 'rb') as f:
-        for chunk in iter(lambda: f.read(1 << 20), b''): h.update(chunk)
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
     return h.hexdigest()
 
-def known_checksums() -> dict:
-    p = package_file('checksums.json')
-    return json.loads(p.read_text())['files'] if p.exists() else {}
 
-def check_checksum(path, relname:str) -> str:
+def known_checksums() -> dict:
+    p = package_file("checksums.json")
+    return json.loads(p.read_text())["files"] if p.exists() else {}
+
+
+def check_checksum(path, relname: str) -> str:
     "sha256 of `path`; warns when it differs from the published checksum of `relname`."
     digest = sha256_file(path)
     want = known_checksums().get(relname)
     if want and want != digest:
-        warnings.warn(f"{path}: sha256 {digest[:12]}… differs from the published {want[:12]}… for {relname}; "
-                      "results may not be comparable with the papers (re-download or check the file).")
+        warnings.warn(
+            f"{path}: sha256 {digest[:12]}… differs from the published {want[:12]}… for {relname}; "
+            "results may not be comparable with the papers (re-download or check the file)."
+        )
     return digest
 
 # %% ../nbs/01_datasets.ipynb #0799b8b4
-def _offline() -> bool: return os.environ.get('HF_HUB_OFFLINE', '0') not in ('0', '', 'false', 'False')
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
 
-def download(name:str) -> Path:
+
+def download(name: str) -> Path:
     "Fetch a known dataset from the HF hub into the cache; raises `DatasetError` with what to do when it cannot."
     spec = KNOWN[name]
-    target = cache_dir() / spec['files'][0]
-    hint = (f"put {spec['files'][0]} in a folder and set SWECL_DATA_DIR to it" if spec['files'] else 'pass a path')
-    if not spec['hf']: raise DatasetError(f"Dataset {name!r} is not in {', '.join(map(str, data_dirs()))} and has no download source; {hint}.")
-    if _offline(): raise DatasetError(f"Dataset {name!r} is not in {', '.join(map(str, data_dirs()))} and HF_HUB_OFFLINE is set; {hint}.")
+    target = cache_dir() / spec["files"][0]
+    hint = f"put {spec['files'][0]} in a folder and set SWECL_DATA_DIR to it" if spec["files"] else "pass a path"
+    if not spec["hf"]:
+        raise DatasetError(
+            f"Dataset {name!r} is not in {', '.join(map(str, data_dirs()))} and has no download source; {hint}."
+        )
+    if _offline():
+        raise DatasetError(
+            f"Dataset {name!r} is not in {', '.join(map(str, data_dirs()))} and HF_HUB_OFFLINE is set; {hint}."
+        )
     try:
         from huggingface_hub import hf_hub_download, list_repo_files
-        files = list_repo_files(spec['hf'], repo_type='dataset')
-        pick = [f for f in files if f.endswith('.parquet') and 'test' in f] or [f for f in files if f.endswith(('.json', '.jsonl'))]
-        if not pick: raise DatasetError(f"The HF dataset {spec['hf']} has no parquet/JSON file to read; {hint}.")
-        local = [hf_hub_download(spec['hf'], f, repo_type='dataset') for f in pick]
-    except DatasetError: raise
+
+        files = list_repo_files(spec["hf"], repo_type="dataset")
+        pick = [f for f in files if f.endswith(".parquet") and "test" in f] or [
+            f for f in files if f.endswith((".json", ".jsonl"))
+        ]
+        if not pick:
+            raise DatasetError(f"The HF dataset {spec['hf']} has no parquet/JSON file to read; {hint}.")
+        local = [hf_hub_download(spec["hf"], f, repo_type="dataset") for f in pick]
+    except DatasetError:
+        raise
     except Exception as e:
-        raise DatasetError(f"Could not download {name!r} from the HF hub ({type(e).__name__}: {str(e)[:120]}); {hint}.") from None
+        raise DatasetError(
+            f"Could not download {name!r} from the HF hub ({type(e).__name__}: {str(e)[:120]}); {hint}."
+        ) from None
     target.parent.mkdir(parents=True, exist_ok=True)
-    if spec['kind'] == 'cl' and local[0].endswith('.json'):
+    if spec["kind"] == "cl" and local[0].endswith(".json"):
         target.write_bytes(Path(local[0]).read_bytes())
     else:
         rows = [r for p in local for r in read_records(p)]
-        tmp = target.with_suffix('.part')
-        with open(tmp, 'w') as f:
-            for r in rows: f.write(json.dumps(r, default=str) + '\n')
+        tmp = target.with_suffix(".part")
+        with open(tmp, "w") as f:
+            for r in rows:
+                f.write(json.dumps(r, default=str) + "\n")
         tmp.replace(target)
-    check_checksum(target, spec['files'][0])
+    check_checksum(target, spec["files"][0])
     return target
 
-def resolve(name:str, data_dir=None) -> Path:
+
+def resolve(name: str, data_dir=None) -> Path:
     "Path of a dataset file for a short name or a path; downloads when needed and allowed."
     if name not in KNOWN:
         p = Path(name).expanduser()
-        if p.exists(): return p
-        raise DatasetError(f"Dataset {name!r} is neither a file nor a known name ({', '.join(KNOWN)}); pass a path to a JSONL/JSON/parquet file or a known name.")
+        if p.exists():
+            return p
+        raise DatasetError(
+            f"Dataset {name!r} is neither a file nor a known name ({', '.join(KNOWN)}); pass a path to a JSONL/JSON/parquet file or a known name."
+        )
     for d in data_dirs(data_dir):
-        for f in KNOWN[name]['files']:
-            if (d / f).exists(): return d / f
+        for f in KNOWN[name]["files"]:
+            if (d / f).exists():
+                return d / f
     return download(name)
 
 # %% ../nbs/01_datasets.ipynb #407cb86c
 def read_records(path) -> list[dict]:
     "Rows of a JSONL / JSONL.gz / JSON list / parquet file."
     path = Path(path)
-    sfx = ''.join(path.suffixes[-2:]) if path.suffix == '.gz' else path.suffix
-    if sfx == '.parquet':
+    sfx = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
+    if sfx == ".parquet":
         df = pd.read_parquet(path)
-        return [{k: (v.tolist() if hasattr(v, 'tolist') and not isinstance(v, str) else v) for k, v in r.items()} for r in df.to_dict('records')]
-    opener = gzip.open if path.suffix == '.gz' else open
-    with opener(path, 'rt', encoding='utf-8') as f: text = f.read()
-    if sfx in ('.jsonl', '.jsonl.gz', '.ndjson'):
+        return [
+            {k: (v.tolist() if hasattr(v, "tolist") and not isinstance(v, str) else v) for k, v in r.items()}
+            for r in df.to_dict("records")
+        ]
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        text = f.read()
+    if sfx in (".jsonl", ".jsonl.gz", ".ndjson"):
         rows, errors = [], []
-        for i, line in enumerate(text.split('\n'), 1):  # not splitlines(): JSON strings may hold U+2028
-            if not line.strip(): continue
-            try: rows.append(json.loads(line))
-            except json.JSONDecodeError as e: errors.append(f"{path}, row {i}: is not valid JSON ({e.msg} at column {e.colno}); fix or remove that row.")
-        if errors: raise DatasetError('\n'.join(errors))
+        for i, line in enumerate(text.split("\n"), 1):  # not splitlines(): JSON strings may hold U+2028
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                errors.append(
+                    f"{path}, row {i}: is not valid JSON ({e.msg} at column {e.colno}); fix or remove that row."
+                )
+        if errors:
+            raise DatasetError("\n".join(errors))
         return rows
-    try: data = json.loads(text)
-    except json.JSONDecodeError as e: raise DatasetError(f"{path}: is not valid JSON ({e.msg} at line {e.lineno}); check the file.") from None
-    if isinstance(data, list): return data
-    if isinstance(data, dict) and isinstance(data.get('rows'), list): return data['rows']
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{path}: is not valid JSON ({e.msg} at line {e.lineno}); check the file.") from None
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict) and isinstance(data.get("rows"), list):
+        return data["rows"]
     return [data]
 
 # %% ../nbs/01_datasets.ipynb #c2b9a3a0
-def tasks_from_rows(rows, where='<input>') -> list[Task]:
+def tasks_from_rows(rows, where="<input>") -> list[Task]:
     tasks, errors, seen = [], [], set()
     for i, r in enumerate(rows, 1):
-        try: t = Task.from_swebench_row(r, str(where), i)
-        except DatasetError as e: errors.append(str(e)); continue
-        if t.instance_id in seen: errors.append(row_error(where, i, 'instance_id', f'repeats {t.instance_id!r}')); continue
-        seen.add(t.instance_id); tasks.append(t)
-    if errors: raise DatasetError('\n'.join(errors))
+        try:
+            t = Task.from_swebench_row(r, str(where), i)
+        except DatasetError as e:
+            errors.append(str(e))
+            continue
+        if t.instance_id in seen:
+            errors.append(row_error(where, i, "instance_id", f"repeats {t.instance_id!r}"))
+            continue
+        seen.add(t.instance_id)
+        tasks.append(t)
+    if errors:
+        raise DatasetError("\n".join(errors))
     return tasks
+
 
 def load_swebench(path_or_name, data_dir=None) -> list[Task]:
     "Tasks of a SWE-bench dataset (Verified, Lite or any file of rows)."
@@ -143,81 +207,141 @@ def load_swebench(path_or_name, data_dir=None) -> list[Task]:
     return tasks_from_rows(read_records(path), path)
 
 # %% ../nbs/01_datasets.ipynb #6ed166ab
-CL_METADATA = {'name': 'SWE-Bench-CL', 'description': 'A continual learning adaptation of the SWE-Bench dataset', 'version': '1.0.0'}
+CL_METADATA = {
+    "name": "SWE-Bench-CL",
+    "description": "A continual learning adaptation of the SWE-Bench dataset",
+    "version": "1.0.0",
+}
 
-def _dependencies(tasks:list[Task], pool:list[Task]) -> dict:
+
+def _dependencies(tasks: list[Task], pool: list[Task]) -> dict:
     "For each task, the sorted ids of `pool` tasks created strictly earlier sharing a modified file."
     by_file = defaultdict(list)
     for o in pool:
-        for f in o.modified_files: by_file[f].append(o)
+        for f in o.modified_files:
+            by_file[f].append(o)
     out = {}
     for t in tasks:
         deps = {o.instance_id for f in t.modified_files for o in by_file[f] if o.created_at < t.created_at}
         out[t.instance_id] = sorted(deps)
     return out
 
-def build_swe_bench_cl(tasks:list[Task], order:str='curriculum', min_tasks:int=15, max_tasks:int|None=50,
-                       repos:list|None=None, dependency_scope:str='repo', metadata:dict|None=None,
-                       generation_date:str='2025-05-09T00:00:00.000000') -> Benchmark:
+
+def build_swe_bench_cl(
+    tasks: list[Task],
+    order: str = "curriculum",
+    min_tasks: int = 15,
+    max_tasks: int | None = 50,
+    repos: list | None = None,
+    dependency_scope: str = "repo",
+    metadata: dict | None = None,
+    generation_date: str = "2025-05-09T00:00:00.000000",
+) -> Benchmark:
     "SWE-Bench-CL sequences from SWE-bench tasks (defaults: the authors' curriculum build)."
-    if order not in ('curriculum', 'chronological'): raise ValueError(f"order must be 'curriculum' or 'chronological', got {order!r}.")
-    if dependency_scope not in ('repo', 'sequence'): raise ValueError(f"dependency_scope must be 'repo' or 'sequence', got {dependency_scope!r}.")
+    if order not in ("curriculum", "chronological"):
+        raise ValueError(f"order must be 'curriculum' or 'chronological', got {order!r}.")
+    if dependency_scope not in ("repo", "sequence"):
+        raise ValueError(f"dependency_scope must be 'repo' or 'sequence', got {dependency_scope!r}.")
     by_repo = defaultdict(list)
-    for t in tasks: by_repo[t.repo].append(t)
+    for t in tasks:
+        by_repo[t.repo].append(t)
     if repos is not None:
         missing = [r for r in repos if r not in by_repo]
-        if missing: raise DatasetError(f"Repositories {missing} have no task in the input; choose from {sorted(by_repo)}.")
-    chosen = [(r, ts) for r, ts in sorted(by_repo.items(), key=lambda kv: -len(kv[1]))
-              if (repos is None and len(ts) >= min_tasks) or (repos is not None and r in repos)]
+        if missing:
+            raise DatasetError(f"Repositories {missing} have no task in the input; choose from {sorted(by_repo)}.")
+    chosen = [
+        (r, ts)
+        for r, ts in sorted(by_repo.items(), key=lambda kv: -len(kv[1]))
+        if (repos is None and len(ts) >= min_tasks) or (repos is not None and r in repos)
+    ]
     seqs = []
     for repo, ts in chosen:
-        if order == 'curriculum':
+        if order == "curriculum":
             nodiff = [t.instance_id for t in ts if t.difficulty_score is None]
-            if nodiff: raise DatasetError(f"{len(nodiff)} tasks of {repo} (e.g. {nodiff[0]}) have no difficulty label, which the curriculum order needs; use order='chronological' or a dataset with difficulty (Verified).")
-            ordered = [t for d in (1, 2, 3, 4) for t in sorted((t for t in ts if t.difficulty_score == d), key=lambda t: t.created_at)]
-        else: ordered = sorted(ts, key=lambda t: t.created_at)
+            if nodiff:
+                raise DatasetError(
+                    f"{len(nodiff)} tasks of {repo} (e.g. {nodiff[0]}) have no difficulty label, which the curriculum order needs; use order='chronological' or a dataset with difficulty (Verified)."
+                )
+            ordered = [
+                t
+                for d in (1, 2, 3, 4)
+                for t in sorted((t for t in ts if t.difficulty_score == d), key=lambda t: t.created_at)
+            ]
+        else:
+            ordered = sorted(ts, key=lambda t: t.created_at)
         ordered = ordered[:max_tasks] if max_tasks else ordered
-        deps = _dependencies(ordered, ts if dependency_scope == 'repo' else ordered)
+        deps = _dependencies(ordered, ts if dependency_scope == "repo" else ordered)
         out = []
         for i, t in enumerate(ordered, 1):
-            c = Task(**{**t.__dict__, 'dependencies': deps[t.instance_id], 'sequence_position': i})
-            if dependency_scope == 'sequence':  # only tasks seen earlier in this sequence
+            c = Task(**{**t.__dict__, "dependencies": deps[t.instance_id], "sequence_position": i})
+            if dependency_scope == "sequence":  # only tasks seen earlier in this sequence
                 pos = {o.instance_id: j for j, o in enumerate(ordered, 1)}
                 c.dependencies = sorted(d for d in c.dependencies if pos[d] < i)
             out.append(c)
-        seqs.append(Sequence(id=repo.replace('/', '_') + '_sequence', repo=repo, tasks=out))
-    return Benchmark(name='swe-bench-cl', sequences=seqs, metadata={**CL_METADATA, **(metadata or {}), 'generation_date': generation_date})
+        seqs.append(Sequence(id=repo.replace("/", "_") + "_sequence", repo=repo, tasks=out))
+    return Benchmark(
+        name="swe-bench-cl",
+        sequences=seqs,
+        metadata={**CL_METADATA, **(metadata or {}), "generation_date": generation_date},
+    )
 
-def cl_file_text(b:Benchmark) -> str:
+
+def cl_file_text(b: Benchmark) -> str:
     "The SWE-Bench-CL file exactly as the authors lay it out (metadata order, evaluation_metrics block)."
     d = b.to_cl_json(EVALUATION_METRICS)
-    m, first = d['metadata'], ('name', 'description', 'version', 'num_sequences', 'total_tasks', 'repositories', 'generation_date')
-    d['metadata'] = {**{k: m[k] for k in first if k in m}, **{k: v for k, v in m.items() if k not in first}}
+    m, first = (
+        d["metadata"],
+        ("name", "description", "version", "num_sequences", "total_tasks", "repositories", "generation_date"),
+    )
+    d["metadata"] = {**{k: m[k] for k in first if k in m}, **{k: v for k, v in m.items() if k not in first}}
     return json.dumps(d, indent=2)
 
 # %% ../nbs/01_datasets.ipynb #e4e01a9a
 EVALUATION_METRICS = {
-  "successRate": {"description": "Percentage of tasks successfully solved in a sequence", "formula": "successCount / totalTasks"},
-  "forgettingRate": {"description": "Measures how much previously learned knowledge is forgotten", "formula": "(recentSuccess - currentSuccess) / recentSuccess",
-                     "details": "Calculated by periodically re-testing previously solved tasks. A value of 0 indicates no forgetting, while 1 indicates complete forgetting."},
-  "forwardTransfer": {"description": "Measures how learning on previous tasks improves performance on new tasks",
-                      "formula": "performanceOnNewTasks(with_previous_training) - performanceOnNewTasks(without_previous_training)",
-                      "details": "Positive values indicate positive transfer (previous learning helps with new tasks)."},
-  "backwardTransfer": {"description": "Measures how learning on new tasks affects performance on previous tasks",
-                       "formula": "performanceOnPreviousTasks(after_new_training) - performanceOnPreviousTasks(before_new_training)",
-                       "details": "Positive values indicate that learning new tasks improves performance on old tasks."},
-  "toolUseEfficiency": {"description": "Measures the efficiency of tool use during problem solving", "formula": "successfulToolCalls / totalToolCalls",
-                        "details": "Higher values indicate more efficient use of tools."},
-  "toolUseAdaptation": {"description": "Measures how the agent's tool use evolves over time", "formula": "Qualitative analysis of tool use patterns across sequences",
-                        "details": "Assesses whether the agent learns to use more appropriate tools or develops more efficient tool use strategies."},
-  "learningCurve": {"description": "Measures the rate of learning over the sequence", "formula": "Success rate as a function of task number",
-                    "details": "Steeper curves indicate faster learning."},
-  "crossDomainTransfer": {"description": "Measures how learning on one repository transfers to others",
-                          "formula": "performanceOnRepo2(after_repo1) - performanceOnRepo2(without_repo1)",
-                          "details": "Assesses how well the agent transfers knowledge between different codebases/domains."},
-  "clScore": {"description": "A comprehensive continual learning score",
-              "formula": "successRate * (1 - forgettingRate) * (1 + 0.5 * forwardTransfer + 0.5 * backwardTransfer) * toolUseEfficiency",
-              "details": "Combines success, forgetting, transfer, and tool use metrics into a single score."},
+    "successRate": {
+        "description": "Percentage of tasks successfully solved in a sequence",
+        "formula": "successCount / totalTasks",
+    },
+    "forgettingRate": {
+        "description": "Measures how much previously learned knowledge is forgotten",
+        "formula": "(recentSuccess - currentSuccess) / recentSuccess",
+        "details": "Calculated by periodically re-testing previously solved tasks. A value of 0 indicates no forgetting, while 1 indicates complete forgetting.",
+    },
+    "forwardTransfer": {
+        "description": "Measures how learning on previous tasks improves performance on new tasks",
+        "formula": "performanceOnNewTasks(with_previous_training) - performanceOnNewTasks(without_previous_training)",
+        "details": "Positive values indicate positive transfer (previous learning helps with new tasks).",
+    },
+    "backwardTransfer": {
+        "description": "Measures how learning on new tasks affects performance on previous tasks",
+        "formula": "performanceOnPreviousTasks(after_new_training) - performanceOnPreviousTasks(before_new_training)",
+        "details": "Positive values indicate that learning new tasks improves performance on old tasks.",
+    },
+    "toolUseEfficiency": {
+        "description": "Measures the efficiency of tool use during problem solving",
+        "formula": "successfulToolCalls / totalToolCalls",
+        "details": "Higher values indicate more efficient use of tools.",
+    },
+    "toolUseAdaptation": {
+        "description": "Measures how the agent's tool use evolves over time",
+        "formula": "Qualitative analysis of tool use patterns across sequences",
+        "details": "Assesses whether the agent learns to use more appropriate tools or develops more efficient tool use strategies.",
+    },
+    "learningCurve": {
+        "description": "Measures the rate of learning over the sequence",
+        "formula": "Success rate as a function of task number",
+        "details": "Steeper curves indicate faster learning.",
+    },
+    "crossDomainTransfer": {
+        "description": "Measures how learning on one repository transfers to others",
+        "formula": "performanceOnRepo2(after_repo1) - performanceOnRepo2(without_repo1)",
+        "details": "Assesses how well the agent transfers knowledge between different codebases/domains.",
+    },
+    "clScore": {
+        "description": "A comprehensive continual learning score",
+        "formula": "successRate * (1 - forgettingRate) * (1 + 0.5 * forwardTransfer + 0.5 * backwardTransfer) * toolUseEfficiency",
+        "details": "Combines success, forgetting, transfer, and tool use metrics into a single score.",
+    },
 }
 
 # %% ../nbs/01_datasets.ipynb #b85885a6
@@ -225,123 +349,212 @@ def _traj_text(entries, thinking=False) -> str:
     "A readable transcript from ContextBench trajectory entries."
     out = []
     for e in entries:
-        if e.get('kind') == 'thinking' and not thinking: continue
-        tag = e.get('role', '?') + ('/' + e['tool'] if e.get('tool') else '') + ('/' + e['kind'] if e.get('kind') not in (None, 'text') else '')
+        if e.get("kind") == "thinking" and not thinking:
+            continue
+        tag = (
+            e.get("role", "?")
+            + ("/" + e["tool"] if e.get("tool") else "")
+            + ("/" + e["kind"] if e.get("kind") not in (None, "text") else "")
+        )
         out.append(f"[{tag}] {e.get('text') or ''}")
-    return '\n'.join(out)
+    return "\n".join(out)
+
 
 def load_experience_pool(path) -> dict:
     "experience_id -> `Experience` from `experience-lite.jsonl.gz`."
     pool, errors = {}, []
     for i, r in enumerate(read_records(path), 1):
-        eid = r.get('experience_instance_id')
-        if not eid: errors.append(row_error(path, i, 'experience_instance_id', 'is missing')); continue
-        if not isinstance(r.get('trajectory'), list): errors.append(row_error(path, i, 'trajectory', 'is missing or not a list')); continue
-        u = r.get('usage') or {}
-        pool[eid] = Experience(task_id=eid, repo=r.get('repo', ''), problem_statement=(r['trajectory'][0].get('text', '') if r['trajectory'] else ''),
-                               summary=r.get('final_summary') or '', trajectory=_traj_text(r['trajectory']), success=None,
-                               tool_counts=r.get('tool_counts') or {}, seconds=r.get('duration_s'), source='contextbench-pool',
-                               tokens={'input': u.get('input_tokens', 0), 'output': u.get('output_tokens', 0),
-                                       'cache_creation': u.get('cache_creation_input_tokens', 0), 'cache_read': u.get('cache_read_input_tokens', 0)})
-    if errors: raise DatasetError('\n'.join(errors))
+        eid = r.get("experience_instance_id")
+        if not eid:
+            errors.append(row_error(path, i, "experience_instance_id", "is missing"))
+            continue
+        if not isinstance(r.get("trajectory"), list):
+            errors.append(row_error(path, i, "trajectory", "is missing or not a list"))
+            continue
+        u = r.get("usage") or {}
+        pool[eid] = Experience(
+            task_id=eid,
+            repo=r.get("repo", ""),
+            problem_statement=(r["trajectory"][0].get("text", "") if r["trajectory"] else ""),
+            summary=r.get("final_summary") or "",
+            trajectory=_traj_text(r["trajectory"]),
+            success=None,
+            tool_counts=r.get("tool_counts") or {},
+            seconds=r.get("duration_s"),
+            source="contextbench-pool",
+            tokens={
+                "input": u.get("input_tokens", 0),
+                "output": u.get("output_tokens", 0),
+                "cache_creation": u.get("cache_creation_input_tokens", 0),
+                "cache_read": u.get("cache_read_input_tokens", 0),
+            },
+        )
+    if errors:
+        raise DatasetError("\n".join(errors))
     return pool
+
 
 def load_links(path) -> list[Link]:
     "Oracle links from `links-lite.csv`."
     out, errors = [], []
-    with open(path, newline='', encoding='utf-8') as f:
+    with open(path, newline="", encoding="utf-8") as f:
         for i, r in enumerate(csv.DictReader(f), 2):
-            if not r.get('related_instance_id') or not r.get('experience_instance_id'):
-                errors.append(row_error(path, i, 'related_instance_id' if not r.get('related_instance_id') else 'experience_instance_id', 'is empty')); continue
-            if r.get('confidence') not in ('strong', 'weak', 'explicit'):
-                errors.append(row_error(path, i, 'confidence', f"is {r.get('confidence')!r}, expected strong, weak or explicit")); continue
-            sim = r.get('similarity')
-            out.append(Link(r['related_instance_id'], r['experience_instance_id'], r['confidence'], r.get('link_types', ''), float(sim) if sim else None))
-    if errors: raise DatasetError('\n'.join(errors))
+            if not r.get("related_instance_id") or not r.get("experience_instance_id"):
+                errors.append(
+                    row_error(
+                        path,
+                        i,
+                        "related_instance_id" if not r.get("related_instance_id") else "experience_instance_id",
+                        "is empty",
+                    )
+                )
+                continue
+            if r.get("confidence") not in ("strong", "weak", "explicit"):
+                errors.append(
+                    row_error(path, i, "confidence", f"is {r.get('confidence')!r}, expected strong, weak or explicit")
+                )
+                continue
+            sim = r.get("similarity")
+            out.append(
+                Link(
+                    r["related_instance_id"],
+                    r["experience_instance_id"],
+                    r["confidence"],
+                    r.get("link_types", ""),
+                    float(sim) if sim else None,
+                )
+            )
+    if errors:
+        raise DatasetError("\n".join(errors))
     return out
 
-def by_repo_sequences(tasks:list[Task], suffix='_sequence') -> list[Sequence]:
+
+def by_repo_sequences(tasks: list[Task], suffix="_sequence") -> list[Sequence]:
     "One chronological sequence per repository, largest first (the natural shape of a plain task list)."
     groups = defaultdict(list)
-    for t in tasks: groups[t.repo].append(t)
+    for t in tasks:
+        groups[t.repo].append(t)
     seqs = []
     for repo, ts in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         ts = sorted(ts, key=lambda t: t.created_at)
-        seqs.append(Sequence(repo.replace('/', '_') + suffix, repo, [Task(**{**t.__dict__, 'sequence_position': i}) for i, t in enumerate(ts, 1)]))
+        seqs.append(
+            Sequence(
+                repo.replace("/", "_") + suffix,
+                repo,
+                [Task(**{**t.__dict__, "sequence_position": i}) for i, t in enumerate(ts, 1)],
+            )
+        )
     return seqs
+
 
 def load_contextbench(path) -> Benchmark:
     "SWE-ContextBench related tasks, with the experience pool and links when they sit beside the file."
     path = Path(path)
     tasks = tasks_from_rows(read_records(path), path)
     for t in tasks:
-        t.extra['issue_numbers'] = t.extra.get('issue_numbers')
-        if isinstance(t.extra['issue_numbers'], str):
-            try: t.extra['issue_numbers'] = json.loads(t.extra['issue_numbers'].replace("'", '"'))
-            except json.JSONDecodeError: pass
-    subset = path.stem.split('-', 1)[-1]
-    b = Benchmark(name=f'contextbench-{subset}', sequences=by_repo_sequences(tasks), metadata={'name': 'SWE-ContextBench', 'subset': subset})
-    pool, links = path.parent / f'experience-{subset}.jsonl.gz', path.parent / f'links-{subset}.csv'
-    if pool.exists(): b.experiences = load_experience_pool(pool)
+        t.extra["issue_numbers"] = t.extra.get("issue_numbers")
+        if isinstance(t.extra["issue_numbers"], str):
+            try:
+                t.extra["issue_numbers"] = json.loads(t.extra["issue_numbers"].replace("'", '"'))
+            except json.JSONDecodeError:
+                pass
+    subset = path.stem.split("-", 1)[-1]
+    b = Benchmark(
+        name=f"contextbench-{subset}",
+        sequences=by_repo_sequences(tasks),
+        metadata={"name": "SWE-ContextBench", "subset": subset},
+    )
+    pool, links = path.parent / f"experience-{subset}.jsonl.gz", path.parent / f"links-{subset}.csv"
+    if pool.exists():
+        b.experiences = load_experience_pool(pool)
     if links.exists():
         b.links = load_links(links)
         ids = {t.instance_id for t in tasks}
         for l in b.links:
-            if l.related_id in ids: b.task(l.related_id).links.append(l.experience_id)
+            if l.related_id in ids:
+                b.task(l.related_id).links.append(l.experience_id)
     return b
 
 # %% ../nbs/01_datasets.ipynb #8833eb34
-def _is_cl_file(path:Path) -> bool:
-    if path.suffix != '.json': return False
-    with open(path, encoding='utf-8') as f: head = f.read(4096)
+def _is_cl_file(path: Path) -> bool:
+    if path.suffix != ".json":
+        return False
+    with open(path, encoding="utf-8") as f:
+        head = f.read(4096)
     return '"sequences"' in head or '"metadata"' in head
+
 
 def load(name_or_path, data_dir=None) -> Benchmark:
     "A `Benchmark` from a short name or a path (SWE-Bench-CL JSON, SWE-bench JSONL/JSON/parquet, ContextBench related tasks, mini)."
     name = str(name_or_path)
-    if name == 'mini':
-        try: from swecl import mini  # the project's own benchmark, built from data/mini
-        except ImportError: raise DatasetError("The mini benchmark is not part of this installation yet; use 'swe-bench-cl', 'verified', 'lite' or 'contextbench-lite'.") from None
+    if name == "mini":
+        try:
+            from swecl import mini  # the project's own benchmark, built from data/mini
+        except ImportError:
+            raise DatasetError(
+                "The mini benchmark is not part of this installation yet; use 'swe-bench-cl', 'verified', 'lite' or 'contextbench-lite'."
+            ) from None
         return mini.load_mini()
-    if name == 'swe-bench-cl':
-        try: path = resolve(name, data_dir)
+    if name == "swe-bench-cl":
+        try:
+            path = resolve(name, data_dir)
         except DatasetError:
-            b = build_swe_bench_cl(load_swebench('verified', data_dir)); b.source = 'built from verified'; return b
-    else: path = resolve(name, data_dir)
-    if path.is_dir() and (path / 'mini.yaml').exists():
+            b = build_swe_bench_cl(load_swebench("verified", data_dir))
+            b.source = "built from verified"
+            return b
+    else:
+        path = resolve(name, data_dir)
+    if path.is_dir() and (path / "mini.yaml").exists():
         from swecl import mini
+
         return mini.load_mini(path)
-    if name.startswith('contextbench') or path.parent.name == 'swe-contextbench' and path.name.startswith('related-'):
+    if name.startswith("contextbench") or path.parent.name == "swe-contextbench" and path.name.startswith("related-"):
         b = load_contextbench(path)
     elif _is_cl_file(path):
-        with open(path, encoding='utf-8') as f:
-            try: d = json.load(f)
-            except json.JSONDecodeError as e: raise DatasetError(f"{path}: is not valid JSON ({e.msg} at line {e.lineno}); check the file.") from None
-        b = Benchmark.from_cl_json(d, name='swe-bench-cl' if name == 'swe-bench-cl' else path.stem, where=str(path))
+        with open(path, encoding="utf-8") as f:
+            try:
+                d = json.load(f)
+            except json.JSONDecodeError as e:
+                raise DatasetError(f"{path}: is not valid JSON ({e.msg} at line {e.lineno}); check the file.") from None
+        b = Benchmark.from_cl_json(d, name="swe-bench-cl" if name == "swe-bench-cl" else path.stem, where=str(path))
     else:
         tasks = tasks_from_rows(read_records(path), path)
         b = Benchmark(name=name if name in KNOWN else path.stem, sequences=by_repo_sequences(tasks))
     b.source = str(path)
-    relname = next((f for k in KNOWN.values() for f in k['files'] if str(path).endswith(f)), None)
+    relname = next((f for k in KNOWN.values() for f in k["files"] if str(path).endswith(f)), None)
     b.sha256 = check_checksum(path, relname) if relname else sha256_file(path)
     return b
 
 # %% ../nbs/01_datasets.ipynb #2c0b72cc
-def stats_table(b:Benchmark) -> pd.DataFrame:
+def stats_table(b: Benchmark) -> pd.DataFrame:
     "Per-sequence statistics: tasks, per-difficulty counts, tasks with dependencies and their %."
     rows = []
     for s in b.sequences:
         c = Counter(t.difficulty_score for t in s.tasks)
         nd = sum(1 for t in s.tasks if t.dependencies)
-        rows.append({'Repository': s.repo, 'Tasks': len(s), 'Easy (<15m)': c[1], 'Medium (15m-1h)': c[2], 'Hard (1-4h)': c[3],
-                     'Very Hard (>4h)': c[4], 'Unlabelled': c[None], 'Tasks w/ Dependencies': nd,
-                     'Dependencies %': int(100 * nd / len(s) + 0.5) if len(s) else 0})  # half up, as printed (12.5 → 13)
+        rows.append(
+            {
+                "Repository": s.repo,
+                "Tasks": len(s),
+                "Easy (<15m)": c[1],
+                "Medium (15m-1h)": c[2],
+                "Hard (1-4h)": c[3],
+                "Very Hard (>4h)": c[4],
+                "Unlabelled": c[None],
+                "Tasks w/ Dependencies": nd,
+                "Dependencies %": int(100 * nd / len(s) + 0.5) if len(s) else 0,
+            }
+        )  # half up, as printed (12.5 → 13)
     df = pd.DataFrame(rows)
-    if not df.empty and not df['Unlabelled'].any(): df = df.drop(columns='Unlabelled')
+    if not df.empty and not df["Unlabelled"].any():
+        df = df.drop(columns="Unlabelled")
     return df
 
-def table1_markdown(df:pd.DataFrame) -> str:
+
+def table1_markdown(df: pd.DataFrame) -> str:
     "Table 1 in the paper's layout (dependencies as `n (p%)`)."
     d = df.copy()
-    d['Tasks w/ Dependencies (%)'] = [f'{n} ({p}%)' for n, p in zip(d.pop('Tasks w/ Dependencies'), d.pop('Dependencies %'))]
+    d["Tasks w/ Dependencies (%)"] = [
+        f"{n} ({p}%)" for n, p in zip(d.pop("Tasks w/ Dependencies"), d.pop("Dependencies %"))
+    ]
     return d.to_markdown(index=False)

@@ -4,13 +4,19 @@
 
 # %% ../nbs/03c_envcache.ipynb #12e460e4
 from __future__ import annotations
-import os, re, shutil, time
+
+import os
+import re
+import shutil
+import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+
 from filelock import FileLock, Timeout
+
 from .datasets import cache_dir
-from .envs import ENV_RECIPE, COPY_INFIX
+from .envs import COPY_INFIX, ENV_RECIPE
 
 # %% auto #0
 __all__ = ['STALE_BUILD_SECONDS', 'SWEBENCH_ENV', 'MINI_ENV', 'LOCK_SUFFIXES', 'CachedEnv', 'disk_usage', 'classify',
@@ -18,63 +24,97 @@ __all__ = ['STALE_BUILD_SECONDS', 'SWEBENCH_ENV', 'MINI_ENV', 'LOCK_SUFFIXES', '
 
 # %% ../nbs/03c_envcache.ipynb #63fd04fc
 STALE_BUILD_SECONDS = 24 * 3600  # a build takes minutes; a `.build-*` folder this old was left by a killed process
-SWEBENCH_ENV = re.compile(r'^(?P<repo>[^+]+\+.+)-(?P<version>[^-]+)-py(?P<python>\d+\.\d+)(?P<compat>-compat)?-r(?P<recipe>\d+)(?:' + COPY_INFIX + r'(?P<key>[0-9a-f-]+))?$')
-MINI_ENV = re.compile(r'^mini-(?P<version>[^-]+)-py(?P<python>\d+\.\d+)(?:-pytest(?P<pytest>.+))?$')  # untagged: before the harness pytest was in the name
-LOCK_SUFFIXES = ('.install.lock', '.lock')
+SWEBENCH_ENV = re.compile(
+    r"^(?P<repo>[^+]+\+.+)-(?P<version>[^-]+)-py(?P<python>\d+\.\d+)(?P<compat>-compat)?-r(?P<recipe>\d+)(?:"
+    + COPY_INFIX
+    + r"(?P<key>[0-9a-f-]+))?$"
+)
+MINI_ENV = re.compile(
+    r"^mini-(?P<version>[^-]+)-py(?P<python>\d+\.\d+)(?:-pytest(?P<pytest>.+))?$"
+)  # untagged: before the harness pytest was in the name
+LOCK_SUFFIXES = (".install.lock", ".lock")
+
 
 @dataclass
 class CachedEnv:
     "One folder of the env cache and what it is."
+
     name: str
-    kind: str       # swebench, copy, mini, service, build, unknown
-    status: str     # current, old-recipe, old-harness, orphan-copy, incomplete, abandoned-build, building, unknown
+    kind: str  # swebench, copy, mini, service, build, unknown
+    status: str  # current, old-recipe, old-harness, orphan-copy, incomplete, abandoned-build, building, unknown
     bytes: int
     modified: float
     shared_bytes: int = 0  # files also linked from outside the folder: removing it does not free them
-    @property
-    def own_bytes(self) -> int: return self.bytes - self.shared_bytes  # what removing the folder frees
-    @property
-    def stale(self) -> bool: return self.status in ('old-recipe', 'old-harness', 'orphan-copy', 'incomplete', 'abandoned-build')
 
-def disk_usage(path:Path) -> tuple:
+    @property
+    def own_bytes(self) -> int:
+        return self.bytes - self.shared_bytes  # what removing the folder frees
+
+    @property
+    def stale(self) -> bool:
+        return self.status in ("old-recipe", "old-harness", "orphan-copy", "incomplete", "abandoned-build")
+
+
+def disk_usage(path: Path) -> tuple:
     """Bytes a folder takes on disk (allocated blocks; a file hard-linked twice inside it counts once; symlinks are not followed),
     and how many of them are files also linked from outside it (uv hard-links installed packages from its own cache):
     removing the folder does not free those."""
     inodes = {}  # (dev, ino) -> [links seen here, st_nlink, blocks, is a file]
     for root, dirs, files in os.walk(path):
         for n in dirs + files:
-            try: st = os.lstat(os.path.join(root, n))
-            except OSError: continue  # removed while walking
+            try:
+                st = os.lstat(os.path.join(root, n))
+            except OSError:
+                continue  # removed while walking
             i = inodes.setdefault((st.st_dev, st.st_ino), [0, st.st_nlink, st.st_blocks * 512, n in files])
             i[0] += 1
     total = sum(b for _, _, b, _ in inodes.values())
     shared = sum(b for seen, nlink, b, is_file in inodes.values() if is_file and nlink > seen)
     return total, shared
 
-def classify(path:Path, names:set, now:float|None=None, recipe:int=ENV_RECIPE, pytest:str|None=None) -> tuple:
+
+def classify(
+    path: Path, names: set, now: float | None = None, recipe: int = ENV_RECIPE, pytest: str | None = None
+) -> tuple:
     "The (kind, status) of one cache folder; `names` are the folders beside it (a copy is an orphan when its base is not there)."
     name, now = path.name, now or time.time()
-    if name.startswith('.build-'):
+    if name.startswith(".build-"):
         old = now - path.stat().st_mtime > STALE_BUILD_SECONDS
-        return 'build', 'abandoned-build' if old else 'building'
+        return "build", "abandoned-build" if old else "building"
     m = SWEBENCH_ENV.match(name)
-    kind = ('copy' if m['key'] else 'swebench') if m else 'mini' if MINI_ENV.match(name) else 'service' if name.startswith('service-') else 'unknown'
-    if kind == 'unknown': return kind, 'unknown'  # not ours: never removed
-    if not (path / '.ready').exists(): return kind, 'incomplete'
-    if m and int(m['recipe']) != recipe: return kind, 'old-recipe'
-    if kind == 'copy' and name.split(COPY_INFIX)[0] not in names: return kind, 'orphan-copy'
-    if kind == 'mini' and MINI_ENV.match(name)['pytest'] != (pytest or metadata.version('pytest')): return kind, 'old-harness'
-    return kind, 'current'
+    kind = (
+        ("copy" if m["key"] else "swebench")
+        if m
+        else "mini"
+        if MINI_ENV.match(name)
+        else "service"
+        if name.startswith("service-")
+        else "unknown"
+    )
+    if kind == "unknown":
+        return kind, "unknown"  # not ours: never removed
+    if not (path / ".ready").exists():
+        return kind, "incomplete"
+    if m and int(m["recipe"]) != recipe:
+        return kind, "old-recipe"
+    if kind == "copy" and name.split(COPY_INFIX)[0] not in names:
+        return kind, "orphan-copy"
+    if kind == "mini" and MINI_ENV.match(name)["pytest"] != (pytest or metadata.version("pytest")):
+        return kind, "old-harness"
+    return kind, "current"
 
-def env_inventory(root:Path|None=None, sizes:bool=True, progress:bool=False) -> list:
+
+def env_inventory(root: Path | None = None, sizes: bool = True, progress: bool = False) -> list:
     "Every folder of the env cache, classified, oldest first; `sizes=False` skips the walk (fast)."
-    root = Path(root or cache_dir() / 'envs')
-    if not root.is_dir(): return []
+    root = Path(root or cache_dir() / "envs")
+    if not root.is_dir():
+        return []
     paths = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
     names, now, out = {p.name for p in paths}, time.time(), []
     if progress:
         from tqdm.auto import tqdm
-        paths = tqdm(paths, desc='env cache', unit='env')
+
+        paths = tqdm(paths, desc="env cache", unit="env")
     for p in paths:
         kind, status = classify(p, names, now)
         size, shared = disk_usage(p) if sizes else (0, 0)
@@ -82,45 +122,62 @@ def env_inventory(root:Path|None=None, sizes:bool=True, progress:bool=False) -> 
     return sorted(out, key=lambda e: e.modified)
 
 # %% ../nbs/03c_envcache.ipynb #cd44c7d5
-def _own_locks(root:Path, name:str) -> list: return [root / f'{name}{s}' for s in LOCK_SUFFIXES]
+def _own_locks(root: Path, name: str) -> list:
+    return [root / f"{name}{s}" for s in LOCK_SUFFIXES]
 
-def _locks_of(root:Path, name:str) -> list:
+
+def _locks_of(root: Path, name: str) -> list:
     "The locks to hold while removing an env: its own, and for a copy its base env's install lock (held while copying)."
     base = name.split(COPY_INFIX)[0]
-    return _own_locks(root, name) + ([root / f'{base}.install.lock'] if base != name else [])
+    return _own_locks(root, name) + ([root / f"{base}.install.lock"] if base != name else [])
 
-def _remove(root:Path, e:CachedEnv) -> bool:
+
+def _remove(root: Path, e: CachedEnv) -> bool:
     "Remove one env and its lock files unless another process holds one of its locks."
-    locks = [] if e.kind == 'build' else [FileLock(str(p)) for p in _locks_of(root, e.name)]
+    locks = [] if e.kind == "build" else [FileLock(str(p)) for p in _locks_of(root, e.name)]
     held = []
     try:
-        for lk in locks: lk.acquire(timeout=0); held.append(lk)
+        for lk in locks:
+            lk.acquire(timeout=0)
+            held.append(lk)
         shutil.rmtree(root / e.name)
-    except Timeout: return False
+    except Timeout:
+        return False
     finally:
-        for lk in reversed(held): lk.release()
-    for p in _own_locks(root, e.name): p.unlink(missing_ok=True)
+        for lk in reversed(held):
+            lk.release()
+    for p in _own_locks(root, e.name):
+        p.unlink(missing_ok=True)
     return True
+
 
 @dataclass
 class PruneResult:
     removed: list
-    skipped: list    # in use: a lock is held by another process
+    skipped: list  # in use: a lock is held by another process
     freed_bytes: int  # what the removed folders held alone (files hard-linked from elsewhere stay on disk)
     kept: int
 
-def prune_envs(root:Path|None=None, everything:bool=False, dry_run:bool=False, inventory:list|None=None) -> PruneResult:
+
+def prune_envs(
+    root: Path | None = None, everything: bool = False, dry_run: bool = False, inventory: list | None = None
+) -> PruneResult:
     "Remove stale envs (`everything`: every env and finished or abandoned build; never a folder that is not ours or a running build)."
-    root = Path(root or cache_dir() / 'envs')
+    root = Path(root or cache_dir() / "envs")
     inv = inventory if inventory is not None else env_inventory(root)
-    doomed = [e for e in inv if e.stale or (everything and e.status == 'current')]
+    doomed = [e for e in inv if e.stale or (everything and e.status == "current")]
     removed, skipped = [], []
     for e in doomed:
-        if dry_run or _remove(root, e): removed.append(e)
-        else: skipped.append(e)
+        if dry_run or _remove(root, e):
+            removed.append(e)
+        else:
+            skipped.append(e)
     if not dry_run:  # lock files whose env is gone (left by removals by hand, or by an older swecl)
         live = {p.name for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
-        for p in root.glob('*.lock') if root.is_dir() else []:
+        for p in root.glob("*.lock") if root.is_dir() else []:
             owner = next(p.name.removesuffix(s) for s in LOCK_SUFFIXES if p.name.endswith(s))
-            if owner not in live and not any(n.startswith(owner + COPY_INFIX) for n in live): p.unlink(missing_ok=True)
-    return PruneResult([e.name for e in removed], [e.name for e in skipped], sum(e.own_bytes for e in removed), len(inv) - len(removed))
+            if owner not in live and not any(n.startswith(owner + COPY_INFIX) for n in live):
+                p.unlink(missing_ok=True)
+    return PruneResult(
+        [e.name for e in removed], [e.name for e in skipped], sum(e.own_bytes for e in removed), len(inv) - len(removed)
+    )

@@ -4,13 +4,23 @@
 
 # %% ../nbs/03b_envs.ipynb #296546e6
 from __future__ import annotations
-import json, os, re, shutil, subprocess, sys, tempfile, time
-from dataclasses import dataclass, field, asdict
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
+
 from filelock import FileLock
-from .schema import *
+
 from .datasets import cache_dir
+from .schema import *
 
 # %% auto #0
 __all__ = ['MINI_ENV_ROOTS', 'DEPENDENCY_FILES', 'SETUPTOOLS', 'COMPAT_RELEASES', 'ENV_RECIPE', 'COPY_INFIX', 'FAR_FUTURE',
@@ -24,269 +34,409 @@ __all__ = ['MINI_ENV_ROOTS', 'DEPENDENCY_FILES', 'SETUPTOOLS', 'COMPAT_RELEASES'
 # %% ../nbs/03b_envs.ipynb #890247fd
 class InfraError(RuntimeError):
     "An infrastructure problem (not a model failure); `reason` is a short label (needs-conda, needs-network, ...)."
-    default_reason = 'infra'
-    def __init__(self, msg:str, reason:str|None=None):
-        super().__init__(msg); self.reason = reason or self.default_reason
+
+    default_reason = "infra"
+
+    def __init__(self, msg: str, reason: str | None = None):
+        super().__init__(msg)
+        self.reason = reason or self.default_reason
+
 
 class EnvError(InfraError):
     "An environment cannot be built on this host."
-    default_reason = 'env-build'
+
+    default_reason = "env-build"
+
 
 @dataclass
 class Env:
     "A ready environment and how a session uses it."
+
     path: Path
     python: str  # the interpreter version actually used
-    install: str|None = None  # per-task install command (runs in /testbed, env writable)
+    install: str | None = None  # per-task install command (runs in /testbed, env writable)
     variables: dict = field(default_factory=dict)
     binds: list = field(default_factory=list)  # host folders the interpreter needs, mounted read-only
     python_mismatch: bool = False
-    pre_install: list = field(default_factory=list)  # spec commands run in the working copy before the install (e.g. sphinx's seds)
+    pre_install: list = field(
+        default_factory=list
+    )  # spec commands run in the working copy before the install (e.g. sphinx's seds)
     eval_commands: list = field(default_factory=list)  # spec commands run before the tests
-    missing_system: list = field(default_factory=list)  # system packages the spec installs with apt-get that this host lacks
-    test_setup: str|None = None  # shell run in the same sandbox command before the tests (local services such as httpbin)
+    missing_system: list = field(
+        default_factory=list
+    )  # system packages the spec installs with apt-get that this host lacks
+    test_setup: str | None = (
+        None  # shell run in the same sandbox command before the tests (local services such as httpbin)
+    )
     notes: list = field(default_factory=list)
 
-def host_python() -> str: return f'{sys.version_info[0]}.{sys.version_info[1]}'
 
-def _home_of(venv:Path) -> list:
+def host_python() -> str:
+    return f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def _home_of(venv: Path) -> list:
     "The interpreter installation a venv points at (from pyvenv.cfg), to mount read-only."
-    cfg = venv / 'pyvenv.cfg'
-    if not cfg.exists(): return []
-    home = dict(l.split(' = ', 1) for l in cfg.read_text().splitlines() if ' = ' in l).get('home')
+    cfg = venv / "pyvenv.cfg"
+    if not cfg.exists():
+        return []
+    home = dict(l.split(" = ", 1) for l in cfg.read_text().splitlines() if " = " in l).get("home")
     return [str(Path(home).resolve().parent)] if home else []
 
 # %% ../nbs/03b_envs.ipynb #c17cec83
-MINI_ENV_ROOTS = ('pytest',)
+MINI_ENV_ROOTS = ("pytest",)
+
 
 def dist_closure(roots=MINI_ENV_ROOTS) -> dict:
     "name -> version of the installed distributions `roots` need (markers evaluated for this interpreter, no extras)."
     from packaging.requirements import Requirement
+
     seen, todo = {}, list(roots)
     while todo:
         name = todo.pop()
-        try: d = metadata.distribution(name)
-        except metadata.PackageNotFoundError: continue
-        key = d.metadata['Name'].lower().replace('_', '-')
-        if key in seen: continue
+        try:
+            d = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        key = d.metadata["Name"].lower().replace("_", "-")
+        if key in seen:
+            continue
         seen[key] = d.version
         for r in d.requires or []:
             req = Requirement(r)
-            if req.marker is None or req.marker.evaluate({'extra': ''}): todo.append(req.name)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
     return seen
 
-def _atomic_dir(final:Path, build) -> Path:
+
+def _atomic_dir(final: Path, build) -> Path:
     "Build a folder in a temporary sibling and rename it into place; concurrent builders are serialised by a lock."
     final.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(final) + '.lock'):
-        if (final / '.ready').exists(): return final
-        tmp = Path(tempfile.mkdtemp(prefix='.build-', dir=final.parent))
+    with FileLock(str(final) + ".lock"):
+        if (final / ".ready").exists():
+            return final
+        tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
         tmp.chmod(0o755)  # readable by the unprivileged sandbox user
         try:
-            build(tmp); (tmp / '.ready').write_text('ok\n')
-            shutil.rmtree(final, ignore_errors=True); tmp.rename(final)
-        finally: shutil.rmtree(tmp, ignore_errors=True)
+            build(tmp)
+            (tmp / ".ready").write_text("ok\n")
+            shutil.rmtree(final, ignore_errors=True)
+            tmp.rename(final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return final
 
-def copy_dists(venv:Path, names) -> None:
+
+def copy_dists(venv: Path, names) -> None:
     "Copy installed distributions (code and metadata) into a venv's site-packages."
-    site = next((venv / 'lib').glob('python*/site-packages'))
+    site = next((venv / "lib").glob("python*/site-packages"))
     for name in names:
         d = metadata.distribution(name)
         for f in d.files or []:
             srcf = Path(d.locate_file(f))
-            if srcf.is_file() and '__pycache__' not in srcf.parts and not str(f).startswith('..'):
-                (site / f).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(srcf, site / f)
+            if srcf.is_file() and "__pycache__" not in srcf.parts and not str(f).startswith(".."):
+                (site / f).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(srcf, site / f)
 
-def _build_mini(tmp:Path):
-    subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(tmp)], check=True)
-    versions = dist_closure(); copy_dists(tmp, versions)
-    (tmp / 'manifest.json').write_text(json.dumps({'python': sys.version.split()[0], 'packages': versions}, indent=1))
 
-def mini_env(version:str='0.1') -> Env:
+def _build_mini(tmp: Path):
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp)], check=True)
+    versions = dist_closure()
+    copy_dists(tmp, versions)
+    (tmp / "manifest.json").write_text(json.dumps({"python": sys.version.split()[0], "packages": versions}, indent=1))
+
+
+def mini_env(version: str = "0.1") -> Env:
     "The cached environment of the mini benchmark: a venv with the harness's pytest copied in."
     tag = f"pytest{metadata.version('pytest')}"  # a new harness pytest gets a new env
-    path = _atomic_dir(cache_dir() / 'envs' / f'mini-{version}-py{host_python()}-{tag}', _build_mini)
-    return Env(path, host_python(), variables={'PYTHONPATH': '/testbed/src'}, binds=_home_of(path))
+    path = _atomic_dir(cache_dir() / "envs" / f"mini-{version}-py{host_python()}-{tag}", _build_mini)
+    return Env(path, host_python(), variables={"PYTHONPATH": "/testbed/src"}, binds=_home_of(path))
 
 # %% ../nbs/03b_envs.ipynb #0117864f
-def git_dir(repo:Path) -> Path:
+def git_dir(repo: Path) -> Path:
     "The git directory of a working repository or a bare mirror."
-    return repo / '.git' if (repo / '.git').exists() else repo
+    return repo / ".git" if (repo / ".git").exists() else repo
 
-def git_in(repo:Path, *args, text:bool=True) -> subprocess.CompletedProcess:
+
+def git_in(repo: Path, *args, text: bool = True) -> subprocess.CompletedProcess:
     "Run git against a repository or bare mirror (no working tree needed)."
-    return subprocess.run(['git', f'--git-dir={git_dir(Path(repo))}', *args], capture_output=True, text=text)
+    return subprocess.run(["git", f"--git-dir={git_dir(Path(repo))}", *args], capture_output=True, text=text)
 
-def extract_tree(repo:Path, commit:str, dest:str|Path) -> str|None:
+
+def extract_tree(repo: Path, commit: str, dest: str | Path) -> str | None:
     "Write `commit`'s tree (no history) into `dest`; git's error message if the commit is missing, else None."
-    arch = git_in(repo, 'archive', '--format=tar', commit, text=False)
-    if arch.returncode: return arch.stderr.decode()[:200].strip()
-    subprocess.run(['tar', '-x', '-C', str(dest)], input=arch.stdout, check=True)
+    arch = git_in(repo, "archive", "--format=tar", commit, text=False)
+    if arch.returncode:
+        return arch.stderr.decode()[:200].strip()
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=arch.stdout, check=True)
 
-def _git_show(gitdir:Path, commit:str, path:str) -> str|None:
-    r = git_in(gitdir, 'show', f'{commit}:{path}')
+
+def _git_show(gitdir: Path, commit: str, path: str) -> str | None:
+    r = git_in(gitdir, "show", f"{commit}:{path}")
     return r.stdout if r.returncode == 0 else None
 
-def requirements_at(gitdir:Path, commit:str, paths:list) -> str:
+
+def requirements_at(gitdir: Path, commit: str, paths: list) -> str:
     "The requirements text at `commit`, as SWE-bench's `get_requirements_by_commit` builds it, read from the local clone."
     for p in paths:
         text = _git_show(gitdir, commit, p)
-        if text is not None: break
-    else: raise EnvError(f"None of the requirement files {paths} exists at {commit[:12]}; check the task's environment_setup_commit.", 'env-build')
-    skip = lambda l: any(l.strip().startswith(x) for x in ('-e .', '#', '.[test'))
+        if text is not None:
+            break
+    else:
+        raise EnvError(
+            f"None of the requirement files {paths} exists at {commit[:12]}; check the task's environment_setup_commit.",
+            "env-build",
+        )
+    skip = lambda l: any(l.strip().startswith(x) for x in ("-e .", "#", ".[test"))
     base, extra = [], []
-    for line in text.split('\n'):
-        if line.strip().startswith('-r'):
+    for line in text.split("\n"):
+        if line.strip().startswith("-r"):
             inc = _git_show(gitdir, commit, str(Path(p).parent / line.strip()[2:].strip()))
-            extra += [l for l in (inc or '').split('\n') if not skip(l)]
-        elif not skip(line): base.append(line)
-    return '\n'.join(extra + ['\n'.join(base)])
+            extra += [l for l in (inc or "").split("\n") if not skip(l)]
+        elif not skip(line):
+            base.append(line)
+    return "\n".join(extra + ["\n".join(base)])
 
-def _build_reqs(gitdir:Path, commit:str) -> list:
+
+def _build_reqs(gitdir: Path, commit: str) -> list:
     "Build-system requirements of the project at `commit`, so per-task installs need neither network nor build isolation."
     import tomllib
-    try: return list(tomllib.loads(_git_show(gitdir, commit, 'pyproject.toml') or '').get('build-system', {}).get('requires', []))
-    except tomllib.TOMLDecodeError: return []
+
+    try:
+        return list(
+            tomllib.loads(_git_show(gitdir, commit, "pyproject.toml") or "").get("build-system", {}).get("requires", [])
+        )
+    except tomllib.TOMLDecodeError:
+        return []
 
 
-DEPENDENCY_FILES = ('setup.py', 'setup.cfg', 'pyproject.toml')
+DEPENDENCY_FILES = ("setup.py", "setup.cfg", "pyproject.toml")
 
-def dependency_key(gitdir:Path, commit:str) -> str:
+
+def dependency_key(gitdir: Path, commit: str) -> str:
     "The blob ids of the files that declare a project's dependencies at `commit`: equal keys, equal dependencies."
-    rows = git_in(gitdir, 'ls-tree', commit, '--', *DEPENDENCY_FILES).stdout.splitlines()  # mode type blob<TAB>path
-    return '-'.join(r.split()[2][:12] for r in sorted(rows, key=lambda r: r.split('\t')[1])) or 'none'
+    rows = git_in(gitdir, "ls-tree", commit, "--", *DEPENDENCY_FILES).stdout.splitlines()  # mode type blob<TAB>path
+    return "-".join(r.split()[2][:12] for r in sorted(rows, key=lambda r: r.split("\t")[1])) or "none"
 
-def req_name(req:str) -> str:
+
+def req_name(req: str) -> str:
     "The lower-cased project name a requirement line starts with."
-    return re.match(r'\s*([A-Za-z0-9_.\-]+)', req).group(1).lower()
+    return re.match(r"\s*([A-Za-z0-9_.\-]+)", req).group(1).lower()
 
-def split_pins(reqs:list) -> tuple[list, list]:
+
+def split_pins(reqs: list) -> tuple[list, list]:
     "Exact pins (`name==x`) and the rest (resolved as of the task's date)."
-    reqs = [re.sub(r'\s+#.*$', '', r).strip() for r in reqs if r.strip() and not r.strip().startswith('#')]  # inline comments too
-    pinned = [r for r in reqs if re.match(r'^[A-Za-z0-9_.\-\[\],]+==[^,;]+$', r)]
+    reqs = [
+        re.sub(r"\s+#.*$", "", r).strip() for r in reqs if r.strip() and not r.strip().startswith("#")
+    ]  # inline comments too
+    pinned = [r for r in reqs if re.match(r"^[A-Za-z0-9_.\-\[\],]+==[^,;]+$", r)]
     return pinned, [r for r in reqs if r not in pinned]
 
 # %% ../nbs/03b_envs.ipynb #a2a4f545
-def uv_bin() -> str|None:
+def uv_bin() -> str | None:
     try:
         from uv import find_uv_bin
-        return find_uv_bin()
-    except Exception: return shutil.which('uv')
 
-def _python_version(py:str) -> str|None:
-    try: r = subprocess.run([py, '-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], capture_output=True, text=True, timeout=30)
-    except OSError: return None
+        return find_uv_bin()
+    except Exception:
+        return shutil.which("uv")
+
+
+def _python_version(py: str) -> str | None:
+    try:
+        r = subprocess.run(
+            [py, "-c", 'import sys; print("%d.%d" % sys.version_info[:2])'], capture_output=True, text=True, timeout=30
+        )
+    except OSError:
+        return None
     return r.stdout.strip() if r.returncode == 0 else None
 
-def find_python(want:str, fetch:bool=True) -> tuple[str, bool]:
+
+def find_python(want: str, fetch: bool = True) -> tuple[str, bool]:
     "(interpreter path, mismatch): the spec's Python version when it can be had, else the host's."
-    if want == host_python(): return str(Path(sys.base_prefix) / 'bin' / f'python{want}'), False
-    if (p := shutil.which(f'python{want}')) and _python_version(p) == want: return p, False  # not a dangling pyenv shim
+    if want == host_python():
+        return str(Path(sys.base_prefix) / "bin" / f"python{want}"), False
+    if (p := shutil.which(f"python{want}")) and _python_version(p) == want:
+        return p, False  # not a dangling pyenv shim
     uv = uv_bin()
     if uv:
-        for cmd in (['python', 'find', want], ['python', 'install', want], ['python', 'find', want]) if fetch else (['python', 'find', want],):
+        for cmd in (
+            (["python", "find", want], ["python", "install", want], ["python", "find", want])
+            if fetch
+            else (["python", "find", want],)
+        ):
             r = subprocess.run([uv, *cmd], capture_output=True, text=True, timeout=300)
-            if r.returncode == 0 and cmd[1] == 'find' and r.stdout.strip(): return r.stdout.strip(), False
-    return str(Path(sys.base_prefix) / 'bin' / f'python{host_python()}'), True
+            if r.returncode == 0 and cmd[1] == "find" and r.stdout.strip():
+                return r.stdout.strip(), False
+    return str(Path(sys.base_prefix) / "bin" / f"python{host_python()}"), True
 
 # %% ../nbs/03b_envs.ipynb #e6fe72c7
-def swebench_spec(task:Task) -> dict:
+def swebench_spec(task: Task) -> dict:
     from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS
-    try: return MAP_REPO_VERSION_TO_SPECS[task.repo][task.version]
-    except KeyError: raise EnvError(f"SWE-bench has no install spec for {task.repo} version {task.version} ({task.instance_id}); "
-                                    "use a dataset row with a known version or the Docker sandbox.", 'no-spec') from None
+
+    try:
+        return MAP_REPO_VERSION_TO_SPECS[task.repo][task.version]
+    except KeyError:
+        raise EnvError(
+            f"SWE-bench has no install spec for {task.repo} version {task.version} ({task.instance_id}); "
+            "use a dataset row with a known version or the Docker sandbox.",
+            "no-spec",
+        ) from None
+
 
 # Build tools are not date-limited: setuptools of 2013-2019 cannot build on a current Python, and setuptools>=81 dropped
 # pkg_resources, which the setuptools_scm of those years imports (SWE-bench's conda images ship a setuptools that has it).
-SETUPTOOLS = 'setuptools<81'
+SETUPTOOLS = "setuptools<81"
 
 # With the compatibility layer, packages whose releases at the cut-off cannot run on the host Python float up to the first
 # release that can (package -> (host Python from which it is needed, date just after that release)); recorded in the manifest.
 COMPAT_RELEASES = {
-    'py': ('3.11', '2021-11-05T00:00:00Z'),  # py 1.11: apipkg's lazy modules without __spec__ break imports on 3.11
-    'typed-ast': ('3.11', '2023-07-06T00:00:00Z'),  # 1.5.5: older releases do not compile against 3.11's C API
-    'importlib-metadata': ('3.8', '2020-07-01T00:00:00Z'),  # 1.7: older ones call 3.8+'s finders with a str, not a Context
-    'pytest': ('3.10', '2021-08-30T00:00:00Z'),  # up to 6.2.4, uploaded before 6.2.5 (older 4.x print no per-test results with -rA)
+    "py": ("3.11", "2021-11-05T00:00:00Z"),  # py 1.11: apipkg's lazy modules without __spec__ break imports on 3.11
+    "typed-ast": ("3.11", "2023-07-06T00:00:00Z"),  # 1.5.5: older releases do not compile against 3.11's C API
+    "importlib-metadata": (
+        "3.8",
+        "2020-07-01T00:00:00Z",
+    ),  # 1.7: older ones call 3.8+'s finders with a str, not a Context
+    "pytest": (
+        "3.10",
+        "2021-08-30T00:00:00Z",
+    ),  # up to 6.2.4, uploaded before 6.2.5 (older 4.x print no per-test results with -rA)
     # pytest 6.2's dependencies, each at the oldest release it accepts (as a wheel), so a 2013-2015 cut-off (requests 1.x-2.9)
     # can have it; later cut-offs already include most of these, so their envs hardly change
-    'attrs': ('3.10', '2019-10-02T00:00:00Z'),  # 19.2.0
-    'pluggy': ('3.10', '2019-09-11T00:00:00Z'),  # 0.13.0: 0.12 needs importlib-metadata (and zipp) on every Python
-    'iniconfig': ('3.10', '2020-08-01T00:00:00Z'),  # 1.0.1: 1.0.0 is an sdist that needs a setuptools_scm of 2016+ to build
-    'toml': ('3.10', '2018-10-05T00:00:00Z'),  # 0.10.0
-    'packaging': ('3.10', '2014-09-06T00:00:00Z'),  # 14.0
+    "attrs": ("3.10", "2019-10-02T00:00:00Z"),  # 19.2.0
+    "pluggy": ("3.10", "2019-09-11T00:00:00Z"),  # 0.13.0: 0.12 needs importlib-metadata (and zipp) on every Python
+    "iniconfig": (
+        "3.10",
+        "2020-08-01T00:00:00Z",
+    ),  # 1.0.1: 1.0.0 is an sdist that needs a setuptools_scm of 2016+ to build
+    "toml": ("3.10", "2018-10-05T00:00:00Z"),  # 0.10.0
+    "packaging": ("3.10", "2014-09-06T00:00:00Z"),  # 14.0
 }
 
 ENV_RECIPE = 4  # bumped when the build changes, so a cached env from an older recipe is not reused
-COPY_INFIX = '-deps-'  # <env>-deps-<dependency key>: a task env copy (see `_task_env`)
+COPY_INFIX = "-deps-"  # <env>-deps-<dependency key>: a task env copy (see `_task_env`)
 
-def swebench_env_name(repo:str, version:str, pyver:str, compat:bool) -> str:
+
+def swebench_env_name(repo: str, version: str, pyver: str, compat: bool) -> str:
     "The cache folder name of a (repo, version) env; `swecl envs` parses it back (envcache)."
     return f"{repo.replace('/', '+')}-{version}-py{pyver}{'-compat' if compat else ''}-r{ENV_RECIPE}"
 
-FAR_FUTURE = '2100-01-01T00:00:00Z'  # an exact pin's cut-off: any upload date
 
-def compat_lifts(cutoff:str|None, python:str) -> dict:
+FAR_FUTURE = "2100-01-01T00:00:00Z"  # an exact pin's cut-off: any upload date
+
+
+def compat_lifts(cutoff: str | None, python: str) -> dict:
     "package -> later cut-off, for the packages of `COMPAT_RELEASES` that `python` needs newer than `cutoff`."
     from datetime import datetime
-    ver = lambda v: tuple(int(x) for x in v.split('.'))
-    when = lambda d: datetime.fromisoformat(d.replace('Z', '+00:00'))
-    return {pkg: date for pkg, (since, date) in COMPAT_RELEASES.items()
-            if cutoff and ver(python) >= ver(since) and when(cutoff) < when(date)}
 
-def _pip_install(uv:str|None, py:Path, args:list, cutoff:str|None, log:list, env:dict|None=None, no_build_isolation:bool=False,
-                 lifts:dict|None=None):
-    if not args: return
+    ver = lambda v: tuple(int(x) for x in v.split("."))
+    when = lambda d: datetime.fromisoformat(d.replace("Z", "+00:00"))
+    return {
+        pkg: date
+        for pkg, (since, date) in COMPAT_RELEASES.items()
+        if cutoff and ver(python) >= ver(since) and when(cutoff) < when(date)
+    }
+
+
+def _pip_install(
+    uv: str | None,
+    py: Path,
+    args: list,
+    cutoff: str | None,
+    log: list,
+    env: dict | None = None,
+    no_build_isolation: bool = False,
+    lifts: dict | None = None,
+):
+    if not args:
+        return
     # isolated builds of old sdists get today's build tools (below pkg_resources' removal), not the cut-off's
-    lifts = {'setuptools': FAR_FUTURE, 'wheel': FAR_FUTURE, **(lifts or {})}
-    dated = (['--exclude-newer', cutoff] + [a for k, d in lifts.items() for a in ('--exclude-newer-package', f'{k}={d}')]
-             if cutoff else [])
-    with tempfile.NamedTemporaryFile('w', suffix='.txt') as bc:
-        bc.write(SETUPTOOLS + '\n'); bc.flush()
-        cmd = ([uv, 'pip', 'install', '--python', str(py), '--build-constraint', bc.name] + dated if uv
-               else [str(py), '-m', 'pip', 'install', '-q']) + (['--no-build-isolation'] if no_build_isolation else []) + args
+    lifts = {"setuptools": FAR_FUTURE, "wheel": FAR_FUTURE, **(lifts or {})}
+    dated = (
+        ["--exclude-newer", cutoff] + [a for k, d in lifts.items() for a in ("--exclude-newer-package", f"{k}={d}")]
+        if cutoff
+        else []
+    )
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as bc:
+        bc.write(SETUPTOOLS + "\n")
+        bc.flush()
+        cmd = (
+            (
+                [uv, "pip", "install", "--python", str(py), "--build-constraint", bc.name] + dated
+                if uv
+                else [str(py), "-m", "pip", "install", "-q"]
+            )
+            + (["--no-build-isolation"] if no_build_isolation else [])
+            + args
+        )
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env={**os.environ, **(env or {})})
-    log.append({'cmd': cmd[5:] if uv else cmd[1:], 'rc': r.returncode})
+    log.append({"cmd": cmd[5:] if uv else cmd[1:], "rc": r.returncode})
     if r.returncode:
         tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
-        offline = any(s in (r.stderr or '') for s in ('Failed to fetch', 'Could not connect', 'No matching distribution', 'dns error', 'Network is unreachable'))
-        raise EnvError(f"Installing {' '.join(args)[:120]} failed: {' '.join(tail)[:300]}", 'needs-network' if offline else 'env-build')
+        offline = any(
+            s in (r.stderr or "")
+            for s in (
+                "Failed to fetch",
+                "Could not connect",
+                "No matching distribution",
+                "dns error",
+                "Network is unreachable",
+            )
+        )
+        raise EnvError(
+            f"Installing {' '.join(args)[:120]} failed: {' '.join(tail)[:300]}",
+            "needs-network" if offline else "env-build",
+        )
 
-def own_interpreter(venv:Path):
+
+def own_interpreter(venv: Path):
     "Replace the venv's interpreter symlink by a copy, so tools that resolve `realpath(sys.executable)` (tox-current-env) stay in the env."
-    b = venv / 'bin'
-    real = (b / 'python').resolve()
+    b = venv / "bin"
+    real = (b / "python").resolve()
     if not real.is_relative_to(venv.resolve()) and real.is_file():
-        name = f'python{host_python()}' if re.fullmatch(r'python3\.\d+', real.name) is None else real.name
-        for f in b.glob('python*'):
-            if f.is_symlink(): f.unlink()
+        name = f"python{host_python()}" if re.fullmatch(r"python3\.\d+", real.name) is None else real.name
+        for f in b.glob("python*"):
+            if f.is_symlink():
+                f.unlink()
         shutil.copy2(real, b / name)
-        for alias in ('python', 'python3'):
-            if alias != name: (b / alias).symlink_to(name)  # relative: the real path stays inside the env
+        for alias in ("python", "python3"):
+            if alias != name:
+                (b / alias).symlink_to(name)  # relative: the real path stays inside the env
 
-def relocate_scripts(venv:Path, to:str='/testenv'):
+
+def relocate_scripts(venv: Path, to: str = "/testenv"):
     "Point console-script shebangs at the mount point the sandbox uses: the env is built elsewhere and renamed into place."
-    for f in (venv / 'bin').iterdir():
-        if not f.is_file() or f.is_symlink(): continue
-        with open(f, 'rb') as fh: head = fh.read(2)
-        if head != b'#!': continue
+    for f in (venv / "bin").iterdir():
+        if not f.is_file() or f.is_symlink():
+            continue
+        with open(f, "rb") as fh:
+            head = fh.read(2)
+        if head != b"#!":
+            continue
         text = f.read_bytes()
-        first, _, rest = text.partition(b'\n')
+        first, _, rest = text.partition(b"\n")
         if str(venv).encode() in first:  # a new file, not an edit: a script may be hard-linked into an env copy
-            tmp = f.with_name(f'.{f.name}.relocate'); tmp.write_bytes(first.replace(str(venv).encode(), to.encode()) + b'\n' + rest)
-            shutil.copymode(f, tmp); tmp.replace(f)
+            tmp = f.with_name(f".{f.name}.relocate")
+            tmp.write_bytes(first.replace(str(venv).encode(), to.encode()) + b"\n" + rest)
+            shutil.copymode(f, tmp)
+            tmp.replace(f)
 
-def link_shared(src:str, dst:str) -> str:
+
+def link_shared(src: str, dst: str) -> str:
     """Copy function for env copies: a file that already has other links (uv hard-links installed packages from its cache,
     and replaces files rather than editing them) is hard-linked, the rest is copied. Saves most of each copy's size."""
     if os.lstat(src).st_nlink > 1:
-        try: os.link(src, dst); return dst
-        except OSError: pass  # another filesystem, or links not allowed: copy
+        try:
+            os.link(src, dst)
+            return dst
+        except OSError:
+            pass  # another filesystem, or links not allowed: copy
     return shutil.copy2(src, dst)
+
 
 _FAILED_ENVS = {}  # (repo, version) -> EnvError: a failed build is not retried for every task of the batch
 
-COMPAT_SITECUSTOMIZE = '''# swecl compatibility layer (opt-in): back-fills what Python 3.10/3.11 removed or tightened, for old test suites
+COMPAT_SITECUSTOMIZE = """# swecl compatibility layer (opt-in): back-fills what Python 3.10/3.11 removed or tightened, for old test suites
 # running on a newer interpreter than their SWE-bench spec asks for. It never touches the repository's code.
 import ast as _ast, collections as _c, collections.abc as _abc, inspect as _inspect
 for _n in _abc.__all__:
@@ -327,179 +477,324 @@ if not hasattr(_inspect, 'formatargspec'):
         if varkw: parts.append('**' + varkw)
         return '(' + ', '.join(parts) + ')'
     _inspect.formatargspec = formatargspec
-'''
+"""
 
-HTTPBIN_REPOS = {'psf/requests'}  # suites that read HTTPBIN_URL (httpbin.org by default, unreachable in the sandbox)
+HTTPBIN_REPOS = {"psf/requests"}  # suites that read HTTPBIN_URL (httpbin.org by default, unreachable in the sandbox)
 HTTPBIN_PORT = 8765
 
-def service_env(name:str='httpbin', packages:tuple=('httpbin',)) -> Path:
+
+def service_env(name: str = "httpbin", packages: tuple = ("httpbin",)) -> Path:
     "A cached venv with a local test service (today's release from the package registry; versions in its manifest)."
-    def build(tmp:Path):
+
+    def build(tmp: Path):
         uv, log = uv_bin(), []
-        subprocess.run([uv, 'venv', '-q', '--python', sys.executable, str(tmp)], check=True, capture_output=True)
-        _pip_install(uv, tmp / 'bin' / 'python', list(packages), None, log)
-        freeze = subprocess.run([uv, 'pip', 'freeze', '--python', str(tmp / 'bin' / 'python')], capture_output=True, text=True).stdout.split()
-        (tmp / 'manifest.json').write_text(json.dumps({'service': name, 'python': host_python(), 'freeze': freeze}, indent=1))
-    try: return _atomic_dir(cache_dir() / 'envs' / f'service-{name}-py{host_python()}', build)
-    except subprocess.CalledProcessError as e: raise EnvError(f"Creating the {name} service env failed: {e}", 'env-build') from None
+        subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(tmp)], check=True, capture_output=True)
+        _pip_install(uv, tmp / "bin" / "python", list(packages), None, log)
+        freeze = subprocess.run(
+            [uv, "pip", "freeze", "--python", str(tmp / "bin" / "python")], capture_output=True, text=True
+        ).stdout.split()
+        (tmp / "manifest.json").write_text(
+            json.dumps({"service": name, "python": host_python(), "freeze": freeze}, indent=1)
+        )
 
-def httpbin_setup(service:Path, port:int=HTTPBIN_PORT) -> str:
+    try:
+        return _atomic_dir(cache_dir() / "envs" / f"service-{name}-py{host_python()}", build)
+    except subprocess.CalledProcessError as e:
+        raise EnvError(f"Creating the {name} service env failed: {e}", "env-build") from None
+
+
+def httpbin_setup(service: Path, port: int = HTTPBIN_PORT) -> str:
     "Shell that starts httpbin on the sandbox's loopback and waits until it answers (it dies with the command's sandbox)."
-    py = service / 'bin' / 'python'
+    py = service / "bin" / "python"
     probe = f"{py} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 1)\" 2>/dev/null"
-    return (f"({py} -m httpbin.core --host 127.0.0.1 --port {port} >/tmp/httpbin.log 2>&1 &); "
-            f"for i in $(seq 100); do {probe} && break; sleep 0.1; done; export HTTPBIN_URL=http://127.0.0.1:{port}/;")
+    return (
+        f"({py} -m httpbin.core --host 127.0.0.1 --port {port} >/tmp/httpbin.log 2>&1 &); "
+        f"for i in $(seq 100); do {probe} && break; sleep 0.1; done; export HTTPBIN_URL=http://127.0.0.1:{port}/;"
+    )
 
-def apt_packages(commands:list) -> list:
+
+def apt_packages(commands: list) -> list:
     "Debian packages a spec's pre_install installs (the sandbox uses the host's /usr read-only, so the host must have them)."
-    return [p for c in commands for m in re.finditer(r'apt-get install ([^;&|]+)', c) for p in m.group(1).split() if not p.startswith('-')]
+    return [
+        p
+        for c in commands
+        for m in re.finditer(r"apt-get install ([^;&|]+)", c)
+        for p in m.group(1).split()
+        if not p.startswith("-")
+    ]
 
-def system_package_installed(name:str) -> bool:
-    r = subprocess.run(['dpkg-query', '-W', '-f=${Status}', name], capture_output=True, text=True) if shutil.which('dpkg-query') else None
-    return bool(r and 'install ok installed' in r.stdout)
 
-def offline_install(install:str|None) -> str|None:
+def system_package_installed(name: str) -> bool:
+    r = (
+        subprocess.run(["dpkg-query", "-W", "-f=${Status}", name], capture_output=True, text=True)
+        if shutil.which("dpkg-query")
+        else None
+    )
+    return bool(r and "install ok installed" in r.stdout)
+
+
+def offline_install(install: str | None) -> str | None:
     """The spec's per-task install, offline and against the env's own build tools. Editable installs put the checkout on
     sys.path (setuptools' `compat` mode, what `setup.py develop` did) rather than an import hook: pylint finds its checkers by path."""
-    if not install or 'pip install' not in install: return install
-    extra = '--no-build-isolation --no-index --no-deps' + (' --config-settings editable_mode=compat' if re.search(r'pip install .*-e\b', install) else '')
-    return install.replace('pip install', f'pip install {extra}', 1)
+    if not install or "pip install" not in install:
+        return install
+    extra = "--no-build-isolation --no-index --no-deps" + (
+        " --config-settings editable_mode=compat" if re.search(r"pip install .*-e\b", install) else ""
+    )
+    return install.replace("pip install", f"pip install {extra}", 1)
 
-def write_compat_layer(venv:Path):
+
+def write_compat_layer(venv: Path):
     "Install the compatibility layer as the env's sitecustomize (rewritten only when it changed)."
-    f = next((venv / 'lib').glob('python*/site-packages')) / 'sitecustomize.py'
+    f = next((venv / "lib").glob("python*/site-packages")) / "sitecustomize.py"
     if not f.exists() or f.read_text() != COMPAT_SITECUSTOMIZE:
-        tmp = f.with_suffix(f'.{os.getpid()}.tmp'); tmp.write_text(COMPAT_SITECUSTOMIZE); tmp.replace(f)  # atomic: sessions may be running
+        tmp = f.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(COMPAT_SITECUSTOMIZE)
+        tmp.replace(f)  # atomic: sessions may be running
 
-def swebench_env(task:Task, gitdir:Path, fetch_python:bool=True, cutoff:bool=True, compat:bool=False) -> Env:
+
+def swebench_env(task: Task, gitdir: Path, fetch_python: bool = True, cutoff: bool = True, compat: bool = False) -> Env:
     "The cached environment of `task`'s (repo, version), built from the SWE-bench spec on first use; `compat` adds the compatibility layer."
     key = (task.repo, task.version, compat)
-    if key in _FAILED_ENVS: raise _FAILED_ENVS[key]
-    try: return _swebench_env(task, gitdir, fetch_python, cutoff, compat)
+    if key in _FAILED_ENVS:
+        raise _FAILED_ENVS[key]
+    try:
+        return _swebench_env(task, gitdir, fetch_python, cutoff, compat)
     except EnvError as e:
-        _FAILED_ENVS[key] = e; raise
+        _FAILED_ENVS[key] = e
+        raise
 
-def _install_project(uv, vpy:Path, gitdir:Path, commit:str, install:str|None, date, log:list, version:str, pre_install:list=(), lifts=None):
+
+def _install_project(
+    uv,
+    vpy: Path,
+    gitdir: Path,
+    commit: str,
+    install: str | None,
+    date,
+    log: list,
+    version: str,
+    pre_install: list = (),
+    lifts=None,
+):
     "The project's own dependencies, resolved as of the version's date from the environment commit (as SWE-bench's image build does)."
-    m = re.search(r'pip install (?:-e )?\.(\[[^\]]*\])?', install or '')
-    if not m: return
+    m = re.search(r"pip install (?:-e )?\.(\[[^\]]*\])?", install or "")
+    if not m:
+        return
     with tempfile.TemporaryDirectory() as d:
-        if extract_tree(gitdir, commit, d) is not None: raise EnvError(f"The environment commit {commit[:12]} is not in {gitdir}; update the mirror.", 'missing-commit')
-        for c in pre_install: subprocess.run(c, shell=True, cwd=d, capture_output=True)  # the spec's own edits (pins in setup.py) first
-        cfg = Path(d) / 'setup.cfg'  # this copy only resolves dependencies: drop date-stamped dev tags that modern tools reject
-        if cfg.exists(): cfg.write_text(re.sub(r'(?m)^\s*tag_(build|date)\s*=.*$', '', cfg.read_text()))
+        if extract_tree(gitdir, commit, d) is not None:
+            raise EnvError(
+                f"The environment commit {commit[:12]} is not in {gitdir}; update the mirror.", "missing-commit"
+            )
+        for c in pre_install:
+            subprocess.run(c, shell=True, cwd=d, capture_output=True)  # the spec's own edits (pins in setup.py) first
+        cfg = (
+            Path(d) / "setup.cfg"
+        )  # this copy only resolves dependencies: drop date-stamped dev tags that modern tools reject
+        if cfg.exists():
+            cfg.write_text(re.sub(r"(?m)^\s*tag_(build|date)\s*=.*$", "", cfg.read_text()))
         # no git metadata in an exported tree: setuptools_scm gets the version; the env's own setuptools builds the project alone
         # (the pretend version and the env's build tools must not reach third-party sdists, e.g. iniconfig 1.0 builds as "0.1")
-        _pip_install(uv, vpy, ['--no-deps', d], None, log, env={'SETUPTOOLS_SCM_PRETEND_VERSION': f'{version}.0'}, no_build_isolation=True)
+        _pip_install(
+            uv,
+            vpy,
+            ["--no-deps", d],
+            None,
+            log,
+            env={"SETUPTOOLS_SCM_PRETEND_VERSION": f"{version}.0"},
+            no_build_isolation=True,
+        )
         _pip_install(uv, vpy, project_requirements(vpy, d, m.group(1)), date, log, lifts=lifts)
 
-REQUIRES_OF = '''import json, sys
+
+REQUIRES_OF = """import json, sys
 from importlib import metadata
 d = next(d for d in metadata.distributions() if sys.argv[1] in (d.read_text('direct_url.json') or ''))
-print(json.dumps(d.requires or []))'''
+print(json.dumps(d.requires or []))"""
 
-def project_requirements(vpy:Path, src:str, extras:str|None) -> list:
+
+def project_requirements(vpy: Path, src: str, extras: str | None) -> list:
     "The requirements of the project installed from `src` with `extras` (e.g. '[test]'), markers evaluated for the env's Python."
     from packaging.requirements import Requirement
-    r = subprocess.run([str(vpy), '-c', REQUIRES_OF, f'file://{src}'], capture_output=True, text=True)
-    if r.returncode: raise EnvError(f"The project installed from {src} has no readable metadata: {r.stderr.strip()[-200:]}", 'env-build')
+
+    r = subprocess.run([str(vpy), "-c", REQUIRES_OF, f"file://{src}"], capture_output=True, text=True)
+    if r.returncode:
+        raise EnvError(
+            f"The project installed from {src} has no readable metadata: {r.stderr.strip()[-200:]}", "env-build"
+        )
     pyver = _python_version(str(vpy))
-    marker_env = {'python_version': pyver, 'python_full_version': f'{pyver}.0'}
-    wanted = [''] + [e.strip() for e in (extras or '').strip('[]').split(',') if e.strip()]
+    marker_env = {"python_version": pyver, "python_full_version": f"{pyver}.0"}
+    wanted = [""] + [e.strip() for e in (extras or "").strip("[]").split(",") if e.strip()]
     out = []
     for line in json.loads(r.stdout):
         req = Requirement(line)
-        if req.marker is None or any(req.marker.evaluate({**marker_env, 'extra': e}) for e in wanted):
-            req.marker = None; out.append(str(req))
+        if req.marker is None or any(req.marker.evaluate({**marker_env, "extra": e}) for e in wanted):
+            req.marker = None
+            out.append(str(req))
     return list(dict.fromkeys(out))
 
-def _task_env(path:Path, task:Task, gitdir:Path, spec:dict, man:dict, pre:list) -> tuple:
+
+def _task_env(path: Path, task: Task, gitdir: Path, spec: dict, man: dict, pre: list) -> tuple:
     """The env folder a task runs in, and notes. When the task's base commit declares other dependencies than the environment
     commit (pytest 5.4 tasks need `wcwidth`, which the later environment commit dropped), SWE-bench's per-instance
     `pip install -e .` fetches them online; here a copy of the env gets them, with the env's cut-off, once per dependency key.
     A copy, because base commits of one version can disagree (pylint 2.15: `astroid<=2.12.0-dev0` against `>=2.12.2`)."""
-    if not re.search(r'pip install (?:-e )?\.', spec.get('install') or ''): return path, []
+    if not re.search(r"pip install (?:-e )?\.", spec.get("install") or ""):
+        return path, []
     key = dependency_key(gitdir, task.base_commit)
-    if key == dependency_key(gitdir, man['setup_commit']): return path, []
-    def build(tmp:Path):
-        with FileLock(str(path) + '.install.lock'):  # not while a session installs its project into the env
+    if key == dependency_key(gitdir, man["setup_commit"]):
+        return path, []
+
+    def build(tmp: Path):
+        with FileLock(str(path) + ".install.lock"):  # not while a session installs its project into the env
             shutil.copytree(path, tmp, symlinks=True, dirs_exist_ok=True, copy_function=link_shared)
         log = []
-        try: _install_project(uv_bin(), tmp / 'bin' / 'python', gitdir, task.base_commit, spec.get('install'), man['cutoff'], log,
-                              task.version, pre, man['held'])
-        except EnvError as e: log.append({'error': str(e)})
+        try:
+            _install_project(
+                uv_bin(),
+                tmp / "bin" / "python",
+                gitdir,
+                task.base_commit,
+                spec.get("install"),
+                man["cutoff"],
+                log,
+                task.version,
+                pre,
+                man["held"],
+            )
+        except EnvError as e:
+            log.append({"error": str(e)})
         relocate_scripts(tmp)
-        (tmp / 'base-dependencies.json').write_text(json.dumps({'base_commit': task.base_commit, 'key': key, 'steps': log}, indent=1, default=str))
-    derived = _atomic_dir(path.with_name(f'{path.name}{COPY_INFIX}{key}'), build)
-    steps = json.loads((derived / 'base-dependencies.json').read_text())['steps']
-    errors = [s['error'] for s in steps if 'error' in s]
-    return derived, [f"the base commit's own dependencies installed into a copy of the env ({derived.name})"] + (
-        [f"the base commit's own dependencies could not be installed: {errors[0]}"] if errors else [])
+        (tmp / "base-dependencies.json").write_text(
+            json.dumps({"base_commit": task.base_commit, "key": key, "steps": log}, indent=1, default=str)
+        )
 
-def _swebench_env(task:Task, gitdir:Path, fetch_python:bool, cutoff:bool, compat:bool) -> Env:
+    derived = _atomic_dir(path.with_name(f"{path.name}{COPY_INFIX}{key}"), build)
+    steps = json.loads((derived / "base-dependencies.json").read_text())["steps"]
+    errors = [s["error"] for s in steps if "error" in s]
+    return derived, [f"the base commit's own dependencies installed into a copy of the env ({derived.name})"] + (
+        [f"the base commit's own dependencies could not be installed: {errors[0]}"] if errors else []
+    )
+
+
+def _swebench_env(task: Task, gitdir: Path, fetch_python: bool, cutoff: bool, compat: bool) -> Env:
     spec = swebench_spec(task)
-    if spec.get('packages') == 'environment.yml':
-        raise EnvError(f"{task.repo} {task.version} needs a conda environment.yml, which a virtualenv cannot reproduce; use the Docker sandbox.", 'needs-conda')
-    py, mismatch = find_python(spec.get('python', host_python()), fetch_python)
+    if spec.get("packages") == "environment.yml":
+        raise EnvError(
+            f"{task.repo} {task.version} needs a conda environment.yml, which a virtualenv cannot reproduce; use the Docker sandbox.",
+            "needs-conda",
+        )
+    py, mismatch = find_python(spec.get("python", host_python()), fetch_python)
     pyver = _python_version(py)
     setup_commit = task.environment_setup_commit or task.base_commit
     # one env serves every task of the (repo, version), so its cut-off is the environment commit's date (deterministic, and
     # late enough for the project's own requirements at that commit); the task's date when the commit has no date
-    commit_date = git_in(gitdir, 'show', '-s', '--format=%cI', setup_commit).stdout.strip()
+    commit_date = git_in(gitdir, "show", "-s", "--format=%cI", setup_commit).stdout.strip()
     date = (commit_date or task.created_at) if cutoff else None
-    final = cache_dir() / 'envs' / swebench_env_name(task.repo, task.version, pyver, compat)
-    pre = [c for c in spec.get('pre_install', []) if 'apt-get' not in c]
+    final = cache_dir() / "envs" / swebench_env_name(task.repo, task.version, pyver, compat)
+    pre = [c for c in spec.get("pre_install", []) if "apt-get" not in c]
     lifts = compat_lifts(date, pyver) if compat else {}
-    def build(tmp:Path):
+
+    def build(tmp: Path):
         uv, log = uv_bin(), []
-        venv_cmd = [uv, 'venv', '-q', '--seed', '--python', py, str(tmp)] if uv else [py, '-m', 'venv', str(tmp)]
+        venv_cmd = [uv, "venv", "-q", "--seed", "--python", py, str(tmp)] if uv else [py, "-m", "venv", str(tmp)]
         r = subprocess.run(venv_cmd, capture_output=True, text=True)
-        if r.returncode: raise EnvError(f"Creating a virtualenv with {py} failed: {r.stderr.strip()[:200]}", 'env-build')
-        vpy = tmp / 'bin' / 'python'
-        if compat: write_compat_layer(tmp)  # before the builds: old setup.py files import the package (requests 1.x)
-        pins = [p for p in spec.get('pip_packages', []) if re.match(r'setuptools\s*==', p)] or [SETUPTOOLS]
-        _pip_install(uv, vpy, ['wheel', *pins, 'pip'], None, log)
-        pk = spec.get('packages', '')
-        if pk == 'requirements.txt':
+        if r.returncode:
+            raise EnvError(f"Creating a virtualenv with {py} failed: {r.stderr.strip()[:200]}", "env-build")
+        vpy = tmp / "bin" / "python"
+        if compat:
+            write_compat_layer(tmp)  # before the builds: old setup.py files import the package (requests 1.x)
+        pins = [p for p in spec.get("pip_packages", []) if re.match(r"setuptools\s*==", p)] or [SETUPTOOLS]
+        _pip_install(uv, vpy, ["wheel", *pins, "pip"], None, log)
+        pk = spec.get("packages", "")
+        if pk == "requirements.txt":
             from swebench.harness.constants import MAP_REPO_TO_REQS_PATHS
+
             reqs = requirements_at(gitdir, setup_commit, MAP_REPO_TO_REQS_PATHS[task.repo])
-            (tmp / 'requirements.txt').write_text(reqs)
+            (tmp / "requirements.txt").write_text(reqs)
             pinned, loose = split_pins(reqs.splitlines())
             # a requirements file's old setuptools pin (pylint 3.0: 41.6) would build the project without its [project] table;
             # SWE-bench builds in isolation, so that pin never builds anything there either
-            pinned = [p for p in pinned if not re.match(r'setuptools\s*==', p)]
-        else: pinned, loose = split_pins([p for p in pk.split() if not p.startswith('python')])
+            pinned = [p for p in pinned if not re.match(r"setuptools\s*==", p)]
+        else:
+            pinned, loose = split_pins([p for p in pk.split() if not p.startswith("python")])
         # the env's build tools stand in for the project's own pins of them (pylint 2.15's setuptools~=62.6 has no editable hook)
-        loose += [r for r in _build_reqs(gitdir, setup_commit) if req_name(r) not in ('setuptools', 'wheel')]
-        sp_pinned, sp_loose = split_pins(spec.get('pip_packages', []))
+        loose += [r for r in _build_reqs(gitdir, setup_commit) if req_name(r) not in ("setuptools", "wheel")]
+        sp_pinned, sp_loose = split_pins(spec.get("pip_packages", []))
         # SWE-bench's order: requirements, the spec's packages, then the project. Exact pins are not date-limited anywhere,
         # so resolving the project keeps them (atomicwrites 1.4.1 is the only release left on PyPI).
         held = {**lifts, **{req_name(p): FAR_FUTURE for p in pinned + sp_pinned}}  # a lift never narrows an exact pin
-        _pip_install(uv, vpy, pinned, None, log); _pip_install(uv, vpy, loose, date, log, lifts=held)
-        _pip_install(uv, vpy, sp_pinned, None, log); _pip_install(uv, vpy, sp_loose, date, log, lifts=held)
-        _install_project(uv, vpy, gitdir, setup_commit, spec.get('install'), date, log, task.version, pre, held)
-        relocate_scripts(tmp); own_interpreter(tmp)
-        freeze = subprocess.run([str(vpy), '-m', 'pip', 'freeze'], capture_output=True, text=True).stdout.split()
-        (tmp / 'manifest.json').write_text(json.dumps({'repo': task.repo, 'version': task.version, 'python': pyver,
-            'spec_python': spec.get('python'), 'python_mismatch': mismatch, 'cutoff': date, 'cutoff_lifted': lifts, 'held': held, 'setup_commit': setup_commit, 'compat': compat,
-            'steps': log, 'freeze': freeze, 'spec': spec}, indent=1, default=str))
-    try: path = _atomic_dir(final, build)
-    except subprocess.TimeoutExpired: raise EnvError(f"Building the environment of {task.repo} {task.version} timed out.", 'env-build') from None
-    man = json.loads((path / 'manifest.json').read_text())
+        _pip_install(uv, vpy, pinned, None, log)
+        _pip_install(uv, vpy, loose, date, log, lifts=held)
+        _pip_install(uv, vpy, sp_pinned, None, log)
+        _pip_install(uv, vpy, sp_loose, date, log, lifts=held)
+        _install_project(uv, vpy, gitdir, setup_commit, spec.get("install"), date, log, task.version, pre, held)
+        relocate_scripts(tmp)
+        own_interpreter(tmp)
+        freeze = subprocess.run([str(vpy), "-m", "pip", "freeze"], capture_output=True, text=True).stdout.split()
+        (tmp / "manifest.json").write_text(
+            json.dumps(
+                {
+                    "repo": task.repo,
+                    "version": task.version,
+                    "python": pyver,
+                    "spec_python": spec.get("python"),
+                    "python_mismatch": mismatch,
+                    "cutoff": date,
+                    "cutoff_lifted": lifts,
+                    "held": held,
+                    "setup_commit": setup_commit,
+                    "compat": compat,
+                    "steps": log,
+                    "freeze": freeze,
+                    "spec": spec,
+                },
+                indent=1,
+                default=str,
+            )
+        )
+
+    try:
+        path = _atomic_dir(final, build)
+    except subprocess.TimeoutExpired:
+        raise EnvError(f"Building the environment of {task.repo} {task.version} timed out.", "env-build") from None
+    man = json.loads((path / "manifest.json").read_text())
     path, topped = _task_env(path, task, gitdir, spec, man, pre)
-    if compat: write_compat_layer(path)  # a cached env gets the current layer
-    install = offline_install(spec.get('install'))
-    notes = [f"python {man['python']} (spec {man['spec_python']})"] + ([f"unpinned requirements resolved as of {man['cutoff']}"] if man['cutoff'] else [])
-    notes += [f"pre_install not run: {c}" for c in spec.get('pre_install', []) if 'apt-get' in c]
-    missing = [p for p in apt_packages(spec.get('pre_install', [])) if not system_package_installed(p)]
-    notes += [f"system packages missing on this host (install them: apt-get install {' '.join(missing)})"] if missing else []
-    notes += ['compatibility layer on (collections ABC aliases, ast location defaults, inspect.getargspec/formatargspec)'] if compat else []
-    notes += [f"{k} resolved as of {d} (first release that runs on Python {man['python']})" for k, d in man.get('cutoff_lifted', {}).items()]
+    if compat:
+        write_compat_layer(path)  # a cached env gets the current layer
+    install = offline_install(spec.get("install"))
+    notes = [f"python {man['python']} (spec {man['spec_python']})"] + (
+        [f"unpinned requirements resolved as of {man['cutoff']}"] if man["cutoff"] else []
+    )
+    notes += [f"pre_install not run: {c}" for c in spec.get("pre_install", []) if "apt-get" in c]
+    missing = [p for p in apt_packages(spec.get("pre_install", [])) if not system_package_installed(p)]
+    notes += (
+        [f"system packages missing on this host (install them: apt-get install {' '.join(missing)})"] if missing else []
+    )
+    notes += (
+        ["compatibility layer on (collections ABC aliases, ast location defaults, inspect.getargspec/formatargspec)"]
+        if compat
+        else []
+    )
+    notes += [
+        f"{k} resolved as of {d} (first release that runs on Python {man['python']})"
+        for k, d in man.get("cutoff_lifted", {}).items()
+    ]
     binds, setup = _home_of(path), None
     if task.repo in HTTPBIN_REPOS:
-        svc = service_env('httpbin'); binds, setup = binds + [str(svc)], httpbin_setup(svc)
-        notes.append(f'httpbin served locally at http://127.0.0.1:{HTTPBIN_PORT}/ (HTTPBIN_URL) for the tests')
-    return Env(path, man['python'], install=install, binds=binds, python_mismatch=man['python_mismatch'], test_setup=setup,
-               variables={'SETUPTOOLS_SCM_PRETEND_VERSION': f'{task.version}.0', 'PIP_DISABLE_PIP_VERSION_CHECK': '1'},
-               pre_install=pre, missing_system=missing, eval_commands=list(spec.get('eval_commands', [])),
-               notes=notes + topped)
+        svc = service_env("httpbin")
+        binds, setup = binds + [str(svc)], httpbin_setup(svc)
+        notes.append(f"httpbin served locally at http://127.0.0.1:{HTTPBIN_PORT}/ (HTTPBIN_URL) for the tests")
+    return Env(
+        path,
+        man["python"],
+        install=install,
+        binds=binds,
+        python_mismatch=man["python_mismatch"],
+        test_setup=setup,
+        variables={"SETUPTOOLS_SCM_PRETEND_VERSION": f"{task.version}.0", "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+        pre_install=pre,
+        missing_system=missing,
+        eval_commands=list(spec.get("eval_commands", [])),
+        notes=notes + topped,
+    )

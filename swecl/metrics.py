@@ -4,10 +4,16 @@
 
 # %% ../nbs/09_metrics.ipynb #c8c0e519
 from __future__ import annotations
-import json, math, warnings
+
+import json
+import math
+import warnings
 from pathlib import Path
-import numpy as np, pandas as pd
+
+import numpy as np
+import pandas as pd
 from scipy import stats
+
 nan = np.nan
 
 # %% auto #0
@@ -17,277 +23,453 @@ __all__ = ['nan', 'CL_KEYS', 'DEFAULT_LAMBDAS', 'TOKEN_KINDS', 'CB_KEYS', 'parse
            'contextbench_ci', 'read_attempts', 'cl_from_attempts']
 
 # %% ../nbs/09_metrics.ipynb #060a036c
-def parse_schedule(schedule:str) -> tuple:
+def parse_schedule(schedule: str) -> tuple:
     "('periodic', k) / ('final', None) / ...; raises ValueError naming the accepted forms."
     s = str(schedule).strip()
-    if s in ('sequential', 'final', 'full'): return s, None
-    if s.startswith('periodic:') and s.split(':', 1)[1].isdigit() and int(s.split(':', 1)[1]) >= 1: return 'periodic', int(s.split(':', 1)[1])
+    if s in ("sequential", "final", "full"):
+        return s, None
+    if s.startswith("periodic:") and s.split(":", 1)[1].isdigit() and int(s.split(":", 1)[1]) >= 1:
+        return "periodic", int(s.split(":", 1)[1])
     raise ValueError(f"Unknown schedule {schedule!r}; use sequential, final, full or periodic:k with k ≥ 1.")
 
-def retest_plan(schedule:str, n:int) -> dict:
+
+def retest_plan(schedule: str, n: int) -> dict:
     "step i -> task positions to re-test right after learning task i (first attempts not included)."
     kind, k = parse_schedule(schedule)
-    steps = {'sequential': [], 'final': [n], 'full': list(range(1, n + 1)),
-             'periodic': sorted(set(range(k, n + 1, k or 1)) | {n}) if kind == 'periodic' else []}[kind]
+    steps = {
+        "sequential": [],
+        "final": [n],
+        "full": list(range(1, n + 1)),
+        "periodic": sorted(set(range(k, n + 1, k or 1)) | {n}) if kind == "periodic" else [],
+    }[kind]
     return {i: list(range(1, i)) for i in steps if i > 1}
 
-def accuracy_matrix(attempts, n:int, first_attempt:str='both') -> np.ndarray:
+
+def accuracy_matrix(attempts, n: int, first_attempt: str = "both") -> np.ndarray:
     "The (N+1)×N success-rate matrix from attempt records; NaN where nothing was measured."
-    if first_attempt not in ('both', 'diagonal'): raise ValueError("first_attempt must be 'both' or 'diagonal'.")
+    if first_attempt not in ("both", "diagonal"):
+        raise ValueError("first_attempt must be 'both' or 'diagonal'.")
     tot, ok = np.zeros((n + 1, n)), np.zeros((n + 1, n))
     for r in attempts:
-        j, kind = int(r['j']), r.get('kind', 'retest')
-        if not 1 <= j <= n: raise ValueError(f"attempt for task position {j} is outside 1..{n}.")
-        if kind == 'zeroshot': cells = [(0, j)]
-        elif kind == 'first': cells = [(j, j)] + ([(j - 1, j)] if first_attempt == 'both' and j >= 2 else [])
-        elif kind == 'retest':
-            i = int(r['i'])
-            if not j <= i <= n: raise ValueError(f"re-test of task {j} at step {i}: a re-test needs j ≤ i ≤ N = {n}.")
+        j, kind = int(r["j"]), r.get("kind", "retest")
+        if not 1 <= j <= n:
+            raise ValueError(f"attempt for task position {j} is outside 1..{n}.")
+        if kind == "zeroshot":
+            cells = [(0, j)]
+        elif kind == "first":
+            cells = [(j, j)] + ([(j - 1, j)] if first_attempt == "both" and j >= 2 else [])
+        elif kind == "retest":
+            i = int(r["i"])
+            if not j <= i <= n:
+                raise ValueError(f"re-test of task {j} at step {i}: a re-test needs j ≤ i ≤ N = {n}.")
             cells = [(i, j)]
-        else: raise ValueError(f"attempt kind {kind!r} is not first, retest or zeroshot.")
+        else:
+            raise ValueError(f"attempt kind {kind!r} is not first, retest or zeroshot.")
         for i, jj in cells:
-            tot[i, jj - 1] += 1; ok[i, jj - 1] += bool(r['resolved'])
-    with np.errstate(invalid='ignore', divide='ignore'): return np.where(tot > 0, ok / np.where(tot > 0, tot, 1), nan)
+            tot[i, jj - 1] += 1
+            ok[i, jj - 1] += bool(r["resolved"])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(tot > 0, ok / np.where(tot > 0, tot, 1), nan)
 
 # %% ../nbs/09_metrics.ipynb #5b8072ae
-CL_KEYS = ['ACC', 'F', 'FT', 'BWT', 'AULC', 'TUE', 'CL_P', 'CL_S', 'CL_F1', 'CL_Fbeta', 'CL_Score']
-DEFAULT_LAMBDAS = {'F': 1.0, 'FT': 1.0, 'BWT': 1.0, 'AULC': 1.0, 'TUE': 0.0}
+CL_KEYS = ["ACC", "F", "FT", "BWT", "AULC", "TUE", "CL_P", "CL_S", "CL_F1", "CL_Fbeta", "CL_Score"]
+DEFAULT_LAMBDAS = {"F": 1.0, "FT": 1.0, "BWT": 1.0, "AULC": 1.0, "TUE": 0.0}
+
 
 def _check_matrix(a) -> np.ndarray:
     a = np.asarray(a, dtype=float)
     if a.ndim != 2 or a.shape[0] != a.shape[1] + 1 or a.shape[1] < 1:
         raise ValueError(f"the accuracy matrix must be (N+1)×N with N ≥ 1 (row 0 zero-shot); got shape {a.shape}.")
     m = a[~np.isnan(a)]
-    if ((m < 0) | (m > 1)).any(): raise ValueError('accuracy entries must lie in [0, 1] (or be NaN for unmeasured).')
+    if ((m < 0) | (m > 1)).any():
+        raise ValueError("accuracy entries must lie in [0, 1] (or be NaN for unmeasured).")
     return a
+
 
 def _mean(x) -> float:
     "Mean that is NaN when any term is NaN or there is no term (undefined, never 0)."
     x = np.asarray(x, dtype=float)
     return float(x.mean()) if x.size and not np.isnan(x).any() else nan
 
-def forgetting_terms(a, forgetting:str='paper') -> np.ndarray:
+
+def forgetting_terms(a, forgetting: str = "paper") -> np.ndarray:
     "Per-task forgetting f_j for j = 1..N-1 (NaN where undefined)."
-    a = _check_matrix(a); n = a.shape[1]
+    a = _check_matrix(a)
+    n = a.shape[1]
     out = np.full(max(n - 1, 0), nan)
     for j in range(1, n):
-        ks = range(1, j + 1) if forgetting == 'paper' else range(j, n) if forgetting == 'chaudhry' else None
-        if ks is None: raise ValueError("forgetting must be 'paper' or 'chaudhry'.")
+        ks = range(1, j + 1) if forgetting == "paper" else range(j, n) if forgetting == "chaudhry" else None
+        if ks is None:
+            raise ValueError("forgetting must be 'paper' or 'chaudhry'.")
         prior = np.array([a[k, j - 1] for k in ks])
         prior = prior[~np.isnan(prior)]
-        if prior.size and not np.isnan(a[n, j - 1]): out[j - 1] = prior.max() - a[n, j - 1]
+        if prior.size and not np.isnan(a[n, j - 1]):
+            out[j - 1] = prior.max() - a[n, j - 1]
     return out
 
-def task_terms(a, forgetting:str='paper') -> dict:
+
+def task_terms(a, forgetting: str = "paper") -> dict:
     "The per-task terms every CL metric averages (NaN where unmeasured); the bootstrap resamples these."
-    a = _check_matrix(a); n = a.shape[1]
+    a = _check_matrix(a)
+    n = a.shape[1]
     diag = np.array([a[j, j - 1] for j in range(1, n + 1)])
     w = np.array([sum(1 / i for i in range(k, n + 1)) / n for k in range(1, n + 1)])  # AULC = Σ w_k a_kk, Σ w_k = 1
-    return {'acc': a[n], 'f': forgetting_terms(a, forgetting), 'ft': np.array([a[i, i] - a[0, i] for i in range(1, n)]),
-            'bwt': np.array([a[n, i - 1] - a[i, i - 1] for i in range(1, n)]), 'diag': diag, 'w': w}
+    return {
+        "acc": a[n],
+        "f": forgetting_terms(a, forgetting),
+        "ft": np.array([a[i, i] - a[0, i] for i in range(1, n)]),
+        "bwt": np.array([a[n, i - 1] - a[i, i - 1] for i in range(1, n)]),
+        "diag": diag,
+        "w": w,
+    }
+
 
 def tue(times=None, success=None) -> float:
     "Tool-use efficiency: median time of successful attempts over median time of all attempts."
-    if times is None or success is None: return nan
+    if times is None or success is None:
+        return nan
     t, s = np.asarray(times, dtype=float), np.asarray(success, dtype=bool)
-    if t.size == 0 or t.size != s.size or not s.any(): return nan
+    if t.size == 0 or t.size != s.size or not s.any():
+        return nan
     m_all = np.median(t)
     return float(np.median(t[s]) / m_all) if m_all > 0 else nan
 
-def cl_fbeta(p:float, s:float, beta:float=1.0) -> float:
+
+def cl_fbeta(p: float, s: float, beta: float = 1.0) -> float:
     "(1+β²)PS/(β²P+S); 0 when the denominator is 0; NaN when P or S is undefined."
-    if beta <= 0: raise ValueError('beta must be > 0.')
-    if np.isnan(p) or np.isnan(s): return nan
+    if beta <= 0:
+        raise ValueError("beta must be > 0.")
+    if np.isnan(p) or np.isnan(s):
+        return nan
     d = beta**2 * p + s
     return float((1 + beta**2) * p * s / d) if d > 0 else 0.0
+
 
 def _combine(acc, f, ft, bwt, aulc, tue_v, p, beta, lambdas, clip_stability) -> dict:
     lam = {**DEFAULT_LAMBDAS, **(lambdas or {})}
     s = nan if np.isnan(f) else (min(1.0, max(0.0, 1 - f)) if clip_stability else 1 - f)
     fb = cl_fbeta(p, s, beta)
-    parts = [(1, acc), (-lam['F'], f), (lam['FT'], ft), (lam['BWT'], bwt), (lam['AULC'], aulc), (1, fb), (lam['TUE'], tue_v)]
+    parts = [
+        (1, acc),
+        (-lam["F"], f),
+        (lam["FT"], ft),
+        (lam["BWT"], bwt),
+        (lam["AULC"], aulc),
+        (1, fb),
+        (lam["TUE"], tue_v),
+    ]
     score = nan if any(c != 0 and np.isnan(v) for c, v in parts) else float(sum(c * v for c, v in parts if c != 0))
-    return {'ACC': acc, 'F': f, 'FT': ft, 'BWT': bwt, 'AULC': aulc, 'TUE': tue_v, 'CL_P': p, 'CL_S': s,
-            'CL_F1': cl_fbeta(p, s, 1.0), 'CL_Fbeta': fb, 'CL_Score': score}
+    return {
+        "ACC": acc,
+        "F": f,
+        "FT": ft,
+        "BWT": bwt,
+        "AULC": aulc,
+        "TUE": tue_v,
+        "CL_P": p,
+        "CL_S": s,
+        "CL_F1": cl_fbeta(p, s, 1.0),
+        "CL_Fbeta": fb,
+        "CL_Score": score,
+    }
 
-def _from_terms(t:dict, idx=None, tue_v=nan, beta=1.0, lambdas=None, clip_stability=True) -> dict:
+
+def _from_terms(t: dict, idx=None, tue_v=nan, beta=1.0, lambdas=None, clip_stability=True) -> dict:
     "Metrics from per-task terms, optionally on a resample `idx` of task positions (0-based)."
-    n = len(t['diag'])
-    if idx is None: idx = np.arange(n)
+    n = len(t["diag"])
+    if idx is None:
+        idx = np.arange(n)
     sub = lambda x, off=0: x[[i - off for i in idx if 0 <= i - off < len(x)]] if len(x) else x
     # terms over j=1..N-1 (f, bwt) index tasks 0..N-2; ft over i=1..N-1 indexes task i+1, i.e. positions 1..N-1
-    f, bwt, ft = sub(t['f']), sub(t['bwt']), sub(t['ft'], 1)
-    w = t['w'][idx]
-    diag = t['diag'][idx]
+    f, bwt, ft = sub(t["f"]), sub(t["bwt"]), sub(t["ft"], 1)
+    w = t["w"][idx]
+    diag = t["diag"][idx]
     aulc = float((w * diag).sum() / w.sum()) if not np.isnan(diag).any() else nan
-    return _combine(_mean(t['acc'][idx]), _mean(f), _mean(ft), _mean(bwt), aulc, tue_v, _mean(diag), beta, lambdas, clip_stability)
+    return _combine(
+        _mean(t["acc"][idx]), _mean(f), _mean(ft), _mean(bwt), aulc, tue_v, _mean(diag), beta, lambdas, clip_stability
+    )
 
-def cl_metrics(a, times=None, success=None, beta:float=1.0, lambdas:dict|None=None, forgetting:str='paper', clip_stability:bool=True) -> dict:
+
+def cl_metrics(
+    a,
+    times=None,
+    success=None,
+    beta: float = 1.0,
+    lambdas: dict | None = None,
+    forgetting: str = "paper",
+    clip_stability: bool = True,
+) -> dict:
     "All SWE-Bench-CL metrics of an (N+1)×N accuracy matrix (row 0 zero-shot; NaN = unmeasured). Keys: `CL_KEYS`."
     if lambdas:
         bad = set(lambdas) - set(DEFAULT_LAMBDAS)
-        if bad: raise ValueError(f"unknown lambda keys {sorted(bad)}; use {sorted(DEFAULT_LAMBDAS)}.")
-        if any(v < 0 for v in lambdas.values()): raise ValueError('lambda weights must be ≥ 0.')
+        if bad:
+            raise ValueError(f"unknown lambda keys {sorted(bad)}; use {sorted(DEFAULT_LAMBDAS)}.")
+        if any(v < 0 for v in lambdas.values()):
+            raise ValueError("lambda weights must be ≥ 0.")
     return _from_terms(task_terms(a, forgetting), None, tue(times, success), beta, lambdas, clip_stability)
 
 # %% ../nbs/09_metrics.ipynb #6a04c300
-def _bootstrap(n:int, stat, n_resamples:int=2000, level:float=.95, method:str='BCa', seed:int=0) -> tuple:
+def _bootstrap(n: int, stat, n_resamples: int = 2000, level: float = 0.95, method: str = "BCa", seed: int = 0) -> tuple:
     "Lower and upper bounds (arrays) of a bootstrap CI of `stat(idx)` (an array) over resampled indices 0..n-1."
     est = np.asarray(stat(np.arange(n)), dtype=float)
     lo, hi = np.full(est.shape, nan), np.full(est.shape, nan)
-    if n < 2: return lo, hi, np.array(['n<2'] * est.size)
+    if n < 2:
+        return lo, hi, np.array(["n<2"] * est.size)
     with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        res = stats.bootstrap((np.arange(n),), lambda i: np.asarray(stat(i.astype(int)), dtype=float), vectorized=False, paired=False,
-                              n_resamples=n_resamples, confidence_level=level, method=method.lower() if method != 'BCa' else 'BCa',
-                              rng=np.random.default_rng(seed))
-        dist = np.asarray(res.bootstrap_distribution, dtype=float).reshape(est.size, -1) if est.ndim else np.asarray(res.bootstrap_distribution, dtype=float).reshape(1, -1)
-    lo, hi = np.atleast_1d(np.asarray(res.confidence_interval.low, dtype=float)), np.atleast_1d(np.asarray(res.confidence_interval.high, dtype=float))
+        warnings.simplefilter("ignore")
+        res = stats.bootstrap(
+            (np.arange(n),),
+            lambda i: np.asarray(stat(i.astype(int)), dtype=float),
+            vectorized=False,
+            paired=False,
+            n_resamples=n_resamples,
+            confidence_level=level,
+            method=method.lower() if method != "BCa" else "BCa",
+            rng=np.random.default_rng(seed),
+        )
+        dist = (
+            np.asarray(res.bootstrap_distribution, dtype=float).reshape(est.size, -1)
+            if est.ndim
+            else np.asarray(res.bootstrap_distribution, dtype=float).reshape(1, -1)
+        )
+    lo, hi = (
+        np.atleast_1d(np.asarray(res.confidence_interval.low, dtype=float)),
+        np.atleast_1d(np.asarray(res.confidence_interval.high, dtype=float)),
+    )
     how = np.array([method] * lo.size, dtype=object)
     for k in range(lo.size):
         e = np.atleast_1d(est)[k]
-        if np.isnan(e): lo[k] = hi[k] = nan; how[k] = 'undefined'
-        elif np.isnan(dist[k]).any(): lo[k] = hi[k] = nan; how[k] = 'undefined in some resamples'
-        elif np.ptp(dist[k]) == 0: lo[k] = hi[k] = e; how[k] = 'degenerate'
+        if np.isnan(e):
+            lo[k] = hi[k] = nan
+            how[k] = "undefined"
+        elif np.isnan(dist[k]).any():
+            lo[k] = hi[k] = nan
+            how[k] = "undefined in some resamples"
+        elif np.ptp(dist[k]) == 0:
+            lo[k] = hi[k] = e
+            how[k] = "degenerate"
         elif np.isnan(lo[k]) or np.isnan(hi[k]):  # BCa failed for another reason: fall back to percentile
-            lo[k], hi[k] = np.quantile(dist[k], [(1 - level) / 2, (1 + level) / 2]); how[k] = 'percentile'
+            lo[k], hi[k] = np.quantile(dist[k], [(1 - level) / 2, (1 + level) / 2])
+            how[k] = "percentile"
     return lo, hi, how
 
-def cl_metrics_ci(a, times=None, success=None, attempt_task=None, beta:float=1.0, lambdas=None, forgetting:str='paper',
-                  clip_stability:bool=True, n_resamples:int=2000, level:float=.95, method:str='BCa', seed:int=0) -> pd.DataFrame:
+
+def cl_metrics_ci(
+    a,
+    times=None,
+    success=None,
+    attempt_task=None,
+    beta: float = 1.0,
+    lambdas=None,
+    forgetting: str = "paper",
+    clip_stability: bool = True,
+    n_resamples: int = 2000,
+    level: float = 0.95,
+    method: str = "BCa",
+    seed: int = 0,
+) -> pd.DataFrame:
     "CL metrics with bootstrap CIs over tasks: one row per metric (estimate, ci_low, ci_high, n, method)."
-    terms = task_terms(a, forgetting); n = len(terms['diag'])
+    terms = task_terms(a, forgetting)
+    n = len(terms["diag"])
     t = None if times is None else np.asarray(times, dtype=float)
     s = None if success is None else np.asarray(success, dtype=bool)
     at = None if attempt_task is None else np.asarray(attempt_task, dtype=int)  # 1-based task position of each attempt
+
     def stat(idx):
         if t is not None and s is not None and at is not None:
             sel = np.concatenate([np.flatnonzero(at == i + 1) for i in idx]) if len(idx) else np.array([], int)
             tv = tue(t[sel], s[sel])
-        else: tv = tue(times, success) if len(idx) == n else nan
+        else:
+            tv = tue(times, success) if len(idx) == n else nan
         m = _from_terms(terms, np.asarray(idx), tv, beta, lambdas, clip_stability)
         return np.array([m[k] for k in CL_KEYS])
+
     est = stat(np.arange(n))
     lo, hi, how = _bootstrap(n, stat, n_resamples, level, method, seed)
-    return pd.DataFrame({'metric': CL_KEYS, 'estimate': est, 'ci_low': lo, 'ci_high': hi, 'n': n, 'method': how})
+    return pd.DataFrame({"metric": CL_KEYS, "estimate": est, "ci_low": lo, "ci_high": hi, "n": n, "method": how})
 
 # %% ../nbs/09_metrics.ipynb #bf3d782a
 def mcnemar_exact(a, b) -> dict:
     "Exact McNemar test for paired booleans `a`, `b` (condition A, B resolved per task)."
     a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
-    if a.shape != b.shape: raise ValueError(f'paired outcomes need equal lengths, got {a.size} and {b.size}.')
+    if a.shape != b.shape:
+        raise ValueError(f"paired outcomes need equal lengths, got {a.size} and {b.size}.")
     only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
-    p = 1.0 if only_a + only_b == 0 else float(stats.binomtest(only_a, only_a + only_b, .5).pvalue)
-    return {'n': int(a.size), 'both': int((a & b).sum()), 'only_a': only_a, 'only_b': only_b, 'neither': int((~a & ~b).sum()),
-            'rate_a': float(a.mean()) if a.size else nan, 'rate_b': float(b.mean()) if b.size else nan, 'p_value': p}
+    p = 1.0 if only_a + only_b == 0 else float(stats.binomtest(only_a, only_a + only_b, 0.5).pvalue)
+    return {
+        "n": int(a.size),
+        "both": int((a & b).sum()),
+        "only_a": only_a,
+        "only_b": only_b,
+        "neither": int((~a & ~b).sum()),
+        "rate_a": float(a.mean()) if a.size else nan,
+        "rate_b": float(b.mean()) if b.size else nan,
+        "p_value": p,
+    }
 
-def paired_bootstrap(stat_a, stat_b, n:int, n_resamples:int=2000, level:float=.95, method:str='BCa', seed:int=0) -> dict:
+
+def paired_bootstrap(
+    stat_a, stat_b, n: int, n_resamples: int = 2000, level: float = 0.95, method: str = "BCa", seed: int = 0
+) -> dict:
     "Difference stat_a(idx) − stat_b(idx) over the same resampled task indices, with its CI."
     diff = lambda idx: np.array([stat_a(idx) - stat_b(idx)])
     lo, hi, how = _bootstrap(n, diff, n_resamples, level, method, seed)
-    return {'estimate': float(diff(np.arange(n))[0]), 'ci_low': float(lo[0]), 'ci_high': float(hi[0]), 'n': n, 'method': how[0]}
+    return {
+        "estimate": float(diff(np.arange(n))[0]),
+        "ci_low": float(lo[0]),
+        "ci_high": float(hi[0]),
+        "n": n,
+        "method": how[0],
+    }
 
-def paired_cl(a_mem, a_base, metric:str, **kw) -> dict:
+
+def paired_cl(a_mem, a_base, metric: str, **kw) -> dict:
     "Paired bootstrap of a CL metric between two accuracy matrices over the same tasks."
     ta, tb = task_terms(a_mem), task_terms(a_base)
-    if len(ta['diag']) != len(tb['diag']): raise ValueError('paired comparison needs the same tasks in both conditions.')
-    f = lambda t: (lambda idx: _from_terms(t, np.asarray(idx))[metric])
-    return paired_bootstrap(f(ta), f(tb), len(ta['diag']), **kw)
+    if len(ta["diag"]) != len(tb["diag"]):
+        raise ValueError("paired comparison needs the same tasks in both conditions.")
+    f = lambda t: lambda idx: _from_terms(t, np.asarray(idx))[metric]
+    return paired_bootstrap(f(ta), f(tb), len(ta["diag"]), **kw)
 
-def aggregate_seeds(values, level:float=.95) -> dict:
+
+def aggregate_seeds(values, level: float = 0.95) -> dict:
     "Mean, sd and t-interval of seed-level values (NaNs are not dropped: an undefined seed makes the mean undefined)."
     v = np.asarray(values, dtype=float)
-    if v.size == 0 or np.isnan(v).any(): return {'mean': nan, 'sd': nan, 'ci_low': nan, 'ci_high': nan, 'n': int(v.size)}
-    if v.size == 1: return {'mean': float(v[0]), 'sd': nan, 'ci_low': nan, 'ci_high': nan, 'n': 1}
-    sd = float(v.std(ddof=1)); h = stats.t.ppf((1 + level) / 2, v.size - 1) * sd / math.sqrt(v.size)
-    return {'mean': float(v.mean()), 'sd': sd, 'ci_low': float(v.mean() - h), 'ci_high': float(v.mean() + h), 'n': int(v.size)}
+    if v.size == 0 or np.isnan(v).any():
+        return {"mean": nan, "sd": nan, "ci_low": nan, "ci_high": nan, "n": int(v.size)}
+    if v.size == 1:
+        return {"mean": float(v[0]), "sd": nan, "ci_low": nan, "ci_high": nan, "n": 1}
+    sd = float(v.std(ddof=1))
+    h = stats.t.ppf((1 + level) / 2, v.size - 1) * sd / math.sqrt(v.size)
+    return {
+        "mean": float(v.mean()),
+        "sd": sd,
+        "ci_low": float(v.mean() - h),
+        "ci_high": float(v.mean() + h),
+        "n": int(v.size),
+    }
 
 # %% ../nbs/09_metrics.ipynb #19e438cd
-TOKEN_KINDS = ('input', 'output', 'cache_creation', 'cache_read')
+TOKEN_KINDS = ("input", "output", "cache_creation", "cache_read")
+
 
 def contextbench_metrics(records) -> dict:
     "Table-3 style metrics over attempt records (one per instance)."
     df = pd.DataFrame(list(records))
     n = len(df)
-    if n == 0: return {'n': 0}
-    applied = df[df['patch_applied'].astype(bool)]
+    if n == 0:
+        return {"n": 0}
+    applied = df[df["patch_applied"].astype(bool)]
     rate = lambda p, t: float(applied[p].sum() / applied[t].sum()) if len(applied) and applied[t].sum() > 0 else nan
-    task_rate = lambda p, t: float(((applied[p] == applied[t])).mean()) if len(applied) else nan
-    out = {'n': n, 'patch_na': int(n - len(applied)),
-           'f2p_test_rate': rate('f2p_passed', 'f2p_total'), 'f2p_task_rate': task_rate('f2p_passed', 'f2p_total'),
-           'p2p_test_rate': rate('p2p_passed', 'p2p_total'), 'p2p_task_rate': task_rate('p2p_passed', 'p2p_total'),
-           'resolved_f2p': float(df['f2p_resolved'].astype(bool).mean()), 'resolved': float(df['resolved'].astype(bool).mean()),
-           'n_resolved_f2p': int(df['f2p_resolved'].astype(bool).sum()), 'n_resolved': int(df['resolved'].astype(bool).sum())}
-    if 'seconds' in df:
-        s = df['seconds'].astype(float)
+    task_rate = lambda p, t: float((applied[p] == applied[t]).mean()) if len(applied) else nan
+    out = {
+        "n": n,
+        "patch_na": int(n - len(applied)),
+        "f2p_test_rate": rate("f2p_passed", "f2p_total"),
+        "f2p_task_rate": task_rate("f2p_passed", "f2p_total"),
+        "p2p_test_rate": rate("p2p_passed", "p2p_total"),
+        "p2p_task_rate": task_rate("p2p_passed", "p2p_total"),
+        "resolved_f2p": float(df["f2p_resolved"].astype(bool).mean()),
+        "resolved": float(df["resolved"].astype(bool).mean()),
+        "n_resolved_f2p": int(df["f2p_resolved"].astype(bool).sum()),
+        "n_resolved": int(df["resolved"].astype(bool).sum()),
+    }
+    if "seconds" in df:
+        s = df["seconds"].astype(float)
         out.update(seconds_mean=float(s.mean()), seconds_median=float(s.median()), seconds_max=float(s.max()))
-    if 'usage' in df:
-        for k in TOKEN_KINDS: out[f'tokens_{k}_mean'] = float(np.mean([(u or {}).get(k, 0) for u in df['usage']]))
-    if 'cost' in df:
-        unknown = int(df['cost'].isna().sum())
-        out.update(cost_per_instance=float(df['cost'].mean()) if unknown == 0 else nan, cost_unknown=unknown)
+    if "usage" in df:
+        for k in TOKEN_KINDS:
+            out[f"tokens_{k}_mean"] = float(np.mean([(u or {}).get(k, 0) for u in df["usage"]]))
+    if "cost" in df:
+        unknown = int(df["cost"].isna().sum())
+        out.update(cost_per_instance=float(df["cost"].mean()) if unknown == 0 else nan, cost_unknown=unknown)
     return out
 
-def by_runtime_quantile(records, baseline_seconds:dict, q:int=4) -> pd.DataFrame:
+
+def by_runtime_quantile(records, baseline_seconds: dict, q: int = 4) -> pd.DataFrame:
     "ContextBench metrics per quantile of a baseline condition's runtime per instance (Q1 fastest)."
-    recs = [r for r in records if r['instance_id'] in baseline_seconds]
-    if not recs: raise ValueError('no attempt has a baseline runtime; pass the baseline cell of the same instances.')
-    base = pd.Series({r['instance_id']: baseline_seconds[r['instance_id']] for r in recs})
-    bins = pd.qcut(base.rank(method='first'), q, labels=[f'Q{i}' for i in range(1, q + 1)])
+    recs = [r for r in records if r["instance_id"] in baseline_seconds]
+    if not recs:
+        raise ValueError("no attempt has a baseline runtime; pass the baseline cell of the same instances.")
+    base = pd.Series({r["instance_id"]: baseline_seconds[r["instance_id"]] for r in recs})
+    bins = pd.qcut(base.rank(method="first"), q, labels=[f"Q{i}" for i in range(1, q + 1)])
     rows = []
     for label in bins.cat.categories:
         ids = set(bins[bins == label].index)
-        m = contextbench_metrics([r for r in recs if r['instance_id'] in ids])
-        rows.append({'quantile': label, 'baseline_seconds_median': float(base[list(ids)].median()), **m})
+        m = contextbench_metrics([r for r in recs if r["instance_id"] in ids])
+        rows.append({"quantile": label, "baseline_seconds_median": float(base[list(ids)].median()), **m})
     return pd.DataFrame(rows)
 
 # %% ../nbs/09_metrics.ipynb #3716c3d0
-CB_KEYS = ['patch_na', 'f2p_test_rate', 'f2p_task_rate', 'p2p_test_rate', 'p2p_task_rate', 'resolved_f2p', 'resolved',
-           'seconds_mean', 'seconds_median', 'cost_per_instance']
+CB_KEYS = [
+    "patch_na",
+    "f2p_test_rate",
+    "f2p_task_rate",
+    "p2p_test_rate",
+    "p2p_task_rate",
+    "resolved_f2p",
+    "resolved",
+    "seconds_mean",
+    "seconds_median",
+    "cost_per_instance",
+]
 
-def contextbench_ci(records, n_resamples:int=2000, level:float=.95, method:str='BCa', seed:int=0) -> pd.DataFrame:
+
+def contextbench_ci(
+    records, n_resamples: int = 2000, level: float = 0.95, method: str = "BCa", seed: int = 0
+) -> pd.DataFrame:
     "ContextBench metrics with bootstrap CIs over instances: one row per metric (estimate, ci_low, ci_high, n, method)."
     recs = list(records)
     keys = [k for k in CB_KEYS if k in contextbench_metrics(recs)]
     stat = lambda idx: np.array([contextbench_metrics([recs[i] for i in idx]).get(k, nan) for k in keys], dtype=float)
     est = stat(np.arange(len(recs)))
     lo, hi, how = _bootstrap(len(recs), stat, n_resamples, level, method, seed)
-    return pd.DataFrame({'metric': keys, 'estimate': est, 'ci_low': lo, 'ci_high': hi, 'n': len(recs), 'method': how})
+    return pd.DataFrame({"metric": keys, "estimate": est, "ci_low": lo, "ci_high": hi, "n": len(recs), "method": how})
 
 # %% ../nbs/09_metrics.ipynb #2beff4ed
 def read_attempts(path) -> list[dict]:
     "Attempt records from an attempts.jsonl file, or from every attempts.jsonl under a folder (with `cell` set)."
     p = Path(path)
-    files = sorted(p.rglob('attempts.jsonl')) if p.is_dir() else [p] if p.exists() else []
-    if not files: raise FileNotFoundError(f"No attempts.jsonl under {p}; pass a results folder or an attempts.jsonl file.")
+    files = sorted(p.rglob("attempts.jsonl")) if p.is_dir() else [p] if p.exists() else []
+    if not files:
+        raise FileNotFoundError(f"No attempts.jsonl under {p}; pass a results folder or an attempts.jsonl file.")
     out = []
     for f in files:
-        for i, line in enumerate(f.read_text().split('\n'), 1):
-            if not line.strip(): continue
-            try: r = json.loads(line)
-            except json.JSONDecodeError: raise ValueError(f"{f}, line {i}: is not valid JSON; repair or remove that line.") from None
-            for k in ('sequence_id', 'j', 'kind', 'resolved'):
-                if k not in r: raise ValueError(f"{f}, line {i}: field '{k}' is missing; attempts need sequence_id, j, kind and resolved.")
-            r.setdefault('cell', f.parent.name)
+        for i, line in enumerate(f.read_text().split("\n"), 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                raise ValueError(f"{f}, line {i}: is not valid JSON; repair or remove that line.") from None
+            for k in ("sequence_id", "j", "kind", "resolved"):
+                if k not in r:
+                    raise ValueError(
+                        f"{f}, line {i}: field '{k}' is missing; attempts need sequence_id, j, kind and resolved."
+                    )
+            r.setdefault("cell", f.parent.name)
             out.append(r)
     return out
 
-def cl_from_attempts(attempts, zero_shot=None, n_resamples:int=2000, seed:int=0, **kw) -> pd.DataFrame:
+
+def cl_from_attempts(attempts, zero_shot=None, n_resamples: int = 2000, seed: int = 0, **kw) -> pd.DataFrame:
     "Tidy CL metrics per (cell, sequence): columns cell, sequence_id, metric, estimate, ci_low, ci_high, n, method."
     zs = {}
     for r in zero_shot or []:
-        if r['kind'] in ('first', 'zeroshot'): zs.setdefault(r['sequence_id'], []).append({**r, 'kind': 'zeroshot'})
+        if r["kind"] in ("first", "zeroshot"):
+            zs.setdefault(r["sequence_id"], []).append({**r, "kind": "zeroshot"})
     groups = {}
-    for r in attempts: groups.setdefault((r.get('cell', ''), r['sequence_id']), []).append(r)
+    for r in attempts:
+        groups.setdefault((r.get("cell", ""), r["sequence_id"]), []).append(r)
     frames = []
     for (cell, sid), rs in sorted(groups.items()):
-        n = max(int(r.get('n_tasks') or r['j']) for r in rs)
+        n = max(int(r.get("n_tasks") or r["j"]) for r in rs)
         a = accuracy_matrix(rs + zs.get(sid, []), n)
-        firsts = [r for r in rs if r['kind'] == 'first' and r.get('seconds') is not None]
-        times = [r['seconds'] for r in firsts] or None
-        succ = [bool(r['resolved']) for r in firsts] or None
-        at = [int(r['j']) for r in firsts] or None
+        firsts = [r for r in rs if r["kind"] == "first" and r.get("seconds") is not None]
+        times = [r["seconds"] for r in firsts] or None
+        succ = [bool(r["resolved"]) for r in firsts] or None
+        at = [int(r["j"]) for r in firsts] or None
         df = cl_metrics_ci(a, times, succ, at, n_resamples=n_resamples, seed=seed, **kw)
         frames.append(df.assign(cell=cell, sequence_id=sid))
-    cols = ['cell', 'sequence_id', 'metric', 'estimate', 'ci_low', 'ci_high', 'n', 'method']
+    cols = ["cell", "sequence_id", "metric", "estimate", "ci_low", "ci_high", "n", "method"]
     return pd.concat(frames)[cols].reset_index(drop=True) if frames else pd.DataFrame(columns=cols)

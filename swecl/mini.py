@@ -4,108 +4,175 @@
 
 # %% ../nbs/03a_mini.ipynb #7c02352a
 from __future__ import annotations
-import hashlib, os, re, shutil, subprocess, tempfile
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
+
 import yaml
-from .schema import *
+
 from .core import cache_dir, package_file
+from .schema import *
 
 # %% auto #0
 __all__ = ['MINI_DIR', 'MINI_FORMAT', 'git', 'mini_digest', 'mini_files', 'materialize', 'load_mini']
 
 # %% ../nbs/03a_mini.ipynb #56be3ac9
-MINI_DIR = package_file('mini')
-_GIT_ID = {'GIT_AUTHOR_NAME': 'swecl mini', 'GIT_AUTHOR_EMAIL': 'mini@swecl.invalid', 'GIT_COMMITTER_NAME': 'swecl mini',
-           'GIT_COMMITTER_EMAIL': 'mini@swecl.invalid'}
+MINI_DIR = package_file("mini")
+_GIT_ID = {
+    "GIT_AUTHOR_NAME": "swecl mini",
+    "GIT_AUTHOR_EMAIL": "mini@swecl.invalid",
+    "GIT_COMMITTER_NAME": "swecl mini",
+    "GIT_COMMITTER_EMAIL": "mini@swecl.invalid",
+}
+
 
 def git(cwd, *args, date=None, input=None) -> str:
     "Run git with a fixed identity (and date); raises with git's message on failure."
-    env = {**os.environ, **_GIT_ID, 'GIT_CONFIG_GLOBAL': '/dev/null', 'GIT_CONFIG_SYSTEM': '/dev/null'}
-    if date: env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
-    r = subprocess.run(['git', '-c', 'init.defaultBranch=main', '-c', 'commit.gpgsign=false', '-c', 'core.autocrlf=false', *args],
-                       cwd=cwd, env=env, capture_output=True, text=True, input=input)
-    if r.returncode: raise RuntimeError(f"git {' '.join(args[:2])} failed in {cwd}: {r.stderr.strip()[:300]}")
+    env = {**os.environ, **_GIT_ID, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_SYSTEM": "/dev/null"}
+    if date:
+        env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+    r = subprocess.run(
+        ["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        input=input,
+    )
+    if r.returncode:
+        raise RuntimeError(f"git {' '.join(args[:2])} failed in {cwd}: {r.stderr.strip()[:300]}")
     return r.stdout
 
-def _apply_edit(root:Path, e:dict, where:str):
-    p = root / e['file']
-    if 'append' in e:
+
+def _apply_edit(root: Path, e: dict, where: str):
+    p = root / e["file"]
+    if "append" in e:
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text((p.read_text() if p.exists() else '') + e['append']); return
+        p.write_text((p.read_text() if p.exists() else "") + e["append"])
+        return
     text = p.read_text()
-    n = text.count(e['old'])
-    if n != 1: raise DatasetError(f"{where}: field 'old' occurs {n} times in {e['file']} (needs exactly 1); fix mini.yaml.")
-    p.write_text(text.replace(e['old'], e['new']))
+    n = text.count(e["old"])
+    if n != 1:
+        raise DatasetError(f"{where}: field 'old' occurs {n} times in {e['file']} (needs exactly 1); fix mini.yaml.")
+    p.write_text(text.replace(e["old"], e["new"]))
 
-def _test_ids(root:Path) -> list[str]:
-    return sorted(f"{f.relative_to(root)}::{m}" for f in (root / 'tests').rglob('test_*.py') for m in re.findall(r'^def (test_\w+)', f.read_text(), re.M))
 
-MINI_FORMAT = 'v2'  # bump when materialising changes, so cached copies are rebuilt
+def _test_ids(root: Path) -> list[str]:
+    return sorted(
+        f"{f.relative_to(root)}::{m}"
+        for f in (root / "tests").rglob("test_*.py")
+        for m in re.findall(r"^def (test_\w+)", f.read_text(), re.M)
+    )
 
-def mini_digest(src:Path=MINI_DIR) -> str:
+
+MINI_FORMAT = "v2"  # bump when materialising changes, so cached copies are rebuilt
+
+
+def mini_digest(src: Path = MINI_DIR) -> str:
     "sha256 over mini.yaml and the files it lists (the cache key)."
     h = hashlib.sha256()
-    for f in [Path(src) / 'mini.yaml'] + mini_files(src):
-        h.update(str(f.relative_to(src)).encode()); h.update(f.read_bytes())
+    for f in [Path(src) / "mini.yaml"] + mini_files(src):
+        h.update(str(f.relative_to(src)).encode())
+        h.update(f.read_bytes())
     return h.hexdigest()
 
-def mini_files(src:Path=MINI_DIR) -> list[Path]:
+
+def mini_files(src: Path = MINI_DIR) -> list[Path]:
     "The starting files of every mini package, as mini.yaml lists them (package data may hold other files, e.g. empty `__init__.py`)."
-    spec = yaml.safe_load((Path(src) / 'mini.yaml').read_text())
-    return [Path(src) / pkg['dir'] / f for pkg in spec['packages'] for f in pkg['files']]
+    spec = yaml.safe_load((Path(src) / "mini.yaml").read_text())
+    return [Path(src) / pkg["dir"] / f for pkg in spec["packages"] for f in pkg["files"]]
 
 # %% ../nbs/03a_mini.ipynb #e75cdc92
-def materialize(src:Path=MINI_DIR, root:Path|None=None) -> tuple[Path, list]:
+def materialize(src: Path = MINI_DIR, root: Path | None = None) -> tuple[Path, list]:
     "Build the mini repositories under `root` (default: the user cache) and return (mirror folder, task rows)."
-    src = Path(src); spec = yaml.safe_load((src / 'mini.yaml').read_text())
-    root = Path(root) if root else cache_dir() / 'mini' / f'{mini_digest(src)[:16]}-{MINI_FORMAT}'
-    rows_file = root / 'tasks.yaml'
-    if rows_file.exists(): return root, yaml.safe_load(rows_file.read_text())
+    src = Path(src)
+    spec = yaml.safe_load((src / "mini.yaml").read_text())
+    root = Path(root) if root else cache_dir() / "mini" / f"{mini_digest(src)[:16]}-{MINI_FORMAT}"
+    rows_file = root / "tasks.yaml"
+    if rows_file.exists():
+        return root, yaml.safe_load(rows_file.read_text())
     root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix='.mini-', dir=root.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=".mini-", dir=root.parent))
     rows = []
-    for pkg in spec['packages']:
-        repo_dir = tmp / pkg['repo'].replace('/', '+')
-        for rel in pkg['files']:
-            (repo_dir / rel).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(src / pkg['dir'] / rel, repo_dir / rel)
-        git(repo_dir, 'init', '-q'); git(repo_dir, 'add', '-A'); git(repo_dir, 'commit', '-q', '-m', f"Initial {pkg['repo']}", date=pkg['start'])
-        env_commit = git(repo_dir, 'rev-parse', 'HEAD').strip()
-        for t in pkg['tasks']:
+    for pkg in spec["packages"]:
+        repo_dir = tmp / pkg["repo"].replace("/", "+")
+        for rel in pkg["files"]:
+            (repo_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src / pkg["dir"] / rel, repo_dir / rel)
+        git(repo_dir, "init", "-q")
+        git(repo_dir, "add", "-A")
+        git(repo_dir, "commit", "-q", "-m", f"Initial {pkg['repo']}", date=pkg["start"])
+        env_commit = git(repo_dir, "rev-parse", "HEAD").strip()
+        for t in pkg["tasks"]:
             where = f"{src / 'mini.yaml'}, task {t['id']}"
-            base = git(repo_dir, 'rev-parse', 'HEAD').strip()
+            base = git(repo_dir, "rev-parse", "HEAD").strip()
             # as in SWE-bench: PASS_TO_PASS are the tests the test command runs (the test patch's files) that already pass
-            test_files = {e['file'] for e in t['tests']}
-            p2p = [x for x in _test_ids(repo_dir) if x not in t['FAIL_TO_PASS'] and x.split('::')[0] in test_files]
-            for e in t['gold']: _apply_edit(repo_dir, e, where)
-            git(repo_dir, 'add', '-A'); git(repo_dir, 'commit', '-q', '-m', f"Fix {t['id']}", date=t['created_at'])
-            patch = git(repo_dir, 'diff', 'HEAD~1', 'HEAD')
-            for e in t['tests']: _apply_edit(repo_dir, e, where)
-            git(repo_dir, 'add', '-A'); git(repo_dir, 'commit', '-q', '-m', f"Test {t['id']}", date=t['created_at'])
-            test_patch = git(repo_dir, 'diff', 'HEAD~1', 'HEAD')
-            rows.append({'repo': pkg['repo'], 'instance_id': t['id'], 'base_commit': base, 'patch': patch, 'test_patch': test_patch,
-                         'problem_statement': t['problem_statement'], 'hints_text': t.get('hints_text') or '', 'created_at': t['created_at'],
-                         'version': str(pkg['version']), 'FAIL_TO_PASS': list(t['FAIL_TO_PASS']), 'PASS_TO_PASS': p2p,
-                         'environment_setup_commit': env_commit, 'difficulty': t['difficulty'], 'links': list(t.get('links') or [])})
-    (tmp / 'tasks.yaml').write_text(yaml.safe_dump(rows, sort_keys=False))
-    try: tmp.rename(root)  # atomic: concurrent builders race harmlessly
-    except OSError: shutil.rmtree(tmp, ignore_errors=True)
+            test_files = {e["file"] for e in t["tests"]}
+            p2p = [x for x in _test_ids(repo_dir) if x not in t["FAIL_TO_PASS"] and x.split("::")[0] in test_files]
+            for e in t["gold"]:
+                _apply_edit(repo_dir, e, where)
+            git(repo_dir, "add", "-A")
+            git(repo_dir, "commit", "-q", "-m", f"Fix {t['id']}", date=t["created_at"])
+            patch = git(repo_dir, "diff", "HEAD~1", "HEAD")
+            for e in t["tests"]:
+                _apply_edit(repo_dir, e, where)
+            git(repo_dir, "add", "-A")
+            git(repo_dir, "commit", "-q", "-m", f"Test {t['id']}", date=t["created_at"])
+            test_patch = git(repo_dir, "diff", "HEAD~1", "HEAD")
+            rows.append(
+                {
+                    "repo": pkg["repo"],
+                    "instance_id": t["id"],
+                    "base_commit": base,
+                    "patch": patch,
+                    "test_patch": test_patch,
+                    "problem_statement": t["problem_statement"],
+                    "hints_text": t.get("hints_text") or "",
+                    "created_at": t["created_at"],
+                    "version": str(pkg["version"]),
+                    "FAIL_TO_PASS": list(t["FAIL_TO_PASS"]),
+                    "PASS_TO_PASS": p2p,
+                    "environment_setup_commit": env_commit,
+                    "difficulty": t["difficulty"],
+                    "links": list(t.get("links") or []),
+                }
+            )
+    (tmp / "tasks.yaml").write_text(yaml.safe_dump(rows, sort_keys=False))
+    try:
+        tmp.rename(root)  # atomic: concurrent builders race harmlessly
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
     return root, yaml.safe_load(rows_file.read_text())
 
-def load_mini(src:Path=MINI_DIR, root:Path|None=None) -> Benchmark:
+
+def load_mini(src: Path = MINI_DIR, root: Path | None = None) -> Benchmark:
     "The mini benchmark as a `Benchmark`; `metadata['mirror']` is the folder of its git repositories."
     digest = mini_digest(src)
-    mirror, rows = materialize(src, root or cache_dir() / 'mini' / f'{digest[:16]}-{MINI_FORMAT}')
+    mirror, rows = materialize(src, root or cache_dir() / "mini" / f"{digest[:16]}-{MINI_FORMAT}")
     tasks = []
     for i, r in enumerate(rows, 1):
-        t = Task.from_swebench_row({k: v for k, v in r.items() if k != 'links'}, str(mirror / 'tasks.yaml'), i)
-        t.links = list(r['links']); tasks.append(t)
+        t = Task.from_swebench_row({k: v for k, v in r.items() if k != "links"}, str(mirror / "tasks.yaml"), i)
+        t.links = list(r["links"])
+        tasks.append(t)
     seqs = []
     for repo in dict.fromkeys(t.repo for t in tasks):
         ts = [t for t in tasks if t.repo == repo]
         for pos, t in enumerate(ts, 1):
             t.sequence_position = pos
-            t.dependencies = sorted(o.instance_id for o in ts[:pos - 1] if set(o.modified_files) & set(t.modified_files))
-        seqs.append(Sequence(repo.replace('/', '_') + '_sequence', repo, ts))
-    spec = yaml.safe_load((Path(src) / 'mini.yaml').read_text())
-    return Benchmark('mini', seqs, metadata={'name': 'mini', 'mirror': str(mirror), 'test_cmd': spec['test_cmd'], 'digest': digest},
-                     source=str(Path(src) / 'mini.yaml'), sha256=digest)
+            t.dependencies = sorted(
+                o.instance_id for o in ts[: pos - 1] if set(o.modified_files) & set(t.modified_files)
+            )
+        seqs.append(Sequence(repo.replace("/", "_") + "_sequence", repo, ts))
+    spec = yaml.safe_load((Path(src) / "mini.yaml").read_text())
+    return Benchmark(
+        "mini",
+        seqs,
+        metadata={"name": "mini", "mirror": str(mirror), "test_cmd": spec["test_cmd"], "digest": digest},
+        source=str(Path(src) / "mini.yaml"),
+        sha256=digest,
+    )

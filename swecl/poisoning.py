@@ -4,12 +4,19 @@
 
 # %% ../nbs/10_poisoning.ipynb #ba278fd9
 from __future__ import annotations
-import hashlib, json, os, time
-from dataclasses import dataclass, asdict
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
-import numpy as np, pandas as pd
+
+import numpy as np
+import pandas as pd
 from scipy import stats
 from tqdm.auto import tqdm
+
 from .schema import *
 
 # %% auto #0
@@ -17,156 +24,295 @@ __all__ = ['PoisonError', 'sample_pairs', 'clean_prompt', 'poisoned_prompt', 'Re
            'summarize_drift', 'drift_figure', 'estimate_cost', 'run_poisoning']
 
 # %% ../nbs/10_poisoning.ipynb #0fd8fcb7
-class PoisonError(RuntimeError): pass
+class PoisonError(RuntimeError):
+    pass
 
-def sample_pairs(tasks:list, cells:list, n:int, seed:int=0, cross_repo:bool=False) -> list:
+
+def sample_pairs(tasks: list, cells: list, n: int, seed: int = 0, cross_repo: bool = False) -> list:
     "For each (source, target) difficulty cell, up to `n` unrelated pairs (A, B) — disjoint modified files, optionally different repositories — seeded, without replacement."
     rng = np.random.default_rng(seed)
     by = {}
-    for t in tasks: by.setdefault(t.difficulty_score, []).append(t)
+    for t in tasks:
+        by.setdefault(t.difficulty_score, []).append(t)
     out = []
     for src, tgt in cells:
-        cand = [(a, b) for a in by.get(src, []) for b in by.get(tgt, []) if a.instance_id != b.instance_id
-                and not (set(a.modified_files) & set(b.modified_files)) and (not cross_repo or a.repo != b.repo)]
-        if not cand: raise PoisonError(f"No unrelated pairs for source difficulty {src} and target difficulty {tgt}; check the dataset's difficulty labels.")
+        cand = [
+            (a, b)
+            for a in by.get(src, [])
+            for b in by.get(tgt, [])
+            if a.instance_id != b.instance_id
+            and not (set(a.modified_files) & set(b.modified_files))
+            and (not cross_repo or a.repo != b.repo)
+        ]
+        if not cand:
+            raise PoisonError(
+                f"No unrelated pairs for source difficulty {src} and target difficulty {tgt}; check the dataset's difficulty labels."
+            )
         for i in rng.choice(len(cand), size=min(n, len(cand)), replace=False):
-            a, b = cand[int(i)]; out.append((a, b))
+            a, b = cand[int(i)]
+            out.append((a, b))
     return out
 
-def clean_prompt(b:Task, style:str='authors') -> str:
-    if style == 'authors': return f'Issue description:\n{b.problem_statement}\n\nCode context:\n{b.patch}'
-    if style == 'appendix-a':
+
+def clean_prompt(b: Task, style: str = "authors") -> str:
+    if style == "authors":
+        return f"Issue description:\n{b.problem_statement}\n\nCode context:\n{b.patch}"
+    if style == "appendix-a":
         from swecl.agent import single_shot_prompt
+
         return single_shot_prompt(b)
     raise PoisonError(f"Unknown prompt style {style!r}; use authors or appendix-a.")
 
-def poisoned_prompt(a:Task, b:Task, style:str='authors') -> str:
+
+def poisoned_prompt(a: Task, b: Task, style: str = "authors") -> str:
     "prompt(A)'s issue and patch prepended to prompt(B), as the authors did."
-    return f'Issue description:\n{a.problem_statement}\n\nPatch:\n{a.patch}\n\nNow solve this different issue:\n' + (
-        clean_prompt(b, style).removeprefix('Issue description:\n') if style == 'authors' else clean_prompt(b, style))
+    return f"Issue description:\n{a.problem_statement}\n\nPatch:\n{a.patch}\n\nNow solve this different issue:\n" + (
+        clean_prompt(b, style).removeprefix("Issue description:\n") if style == "authors" else clean_prompt(b, style)
+    )
 
 # %% ../nbs/10_poisoning.ipynb #07f02d92
 class ResponseCache:
-    def __init__(self, path:str|Path): self.path = Path(path); self.path.mkdir(parents=True, exist_ok=True)
-    def key(self, model:str, params:dict, prompt:str, sample:int) -> str:
-        return hashlib.sha256(json.dumps([model, params, prompt, sample], sort_keys=True).encode()).hexdigest()
-    def generate(self, model, prompt:str, sample:int=0, params:dict|None=None) -> dict:
-        params = params or {k: getattr(model, k, None) for k in ('max_tokens', 'temperature')}
-        f = self.path / f"{self.key(getattr(model, 'name', '?'), params, prompt, sample)}.json"
-        if f.exists(): return json.loads(f.read_text()) | {'cached': True}
-        r = model.query([{'role': 'user', 'content': prompt}])
-        rec = {'text': r.text, 'usage': r.usage.dict(), 'model': getattr(model, 'name', '?'), 'sample': sample}
-        tmp = f.with_suffix('.tmp'); tmp.write_text(json.dumps(rec)); tmp.rename(f)
-        return rec | {'cached': False}
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
 
-def drift(embedder, a:str, b:str) -> float:
+    def key(self, model: str, params: dict, prompt: str, sample: int) -> str:
+        return hashlib.sha256(json.dumps([model, params, prompt, sample], sort_keys=True).encode()).hexdigest()
+
+    def generate(self, model, prompt: str, sample: int = 0, params: dict | None = None) -> dict:
+        params = params or {k: getattr(model, k, None) for k in ("max_tokens", "temperature")}
+        f = self.path / f"{self.key(getattr(model, 'name', '?'), params, prompt, sample)}.json"
+        if f.exists():
+            return json.loads(f.read_text()) | {"cached": True}
+        r = model.query([{"role": "user", "content": prompt}])
+        rec = {"text": r.text, "usage": r.usage.dict(), "model": getattr(model, "name", "?"), "sample": sample}
+        tmp = f.with_suffix(".tmp")
+        tmp.write_text(json.dumps(rec))
+        tmp.rename(f)
+        return rec | {"cached": False}
+
+
+def drift(embedder, a: str, b: str) -> float:
     "1 − cos(emb(a), emb(b)) (embeddings are unit vectors)."
-    if a == b: return 0.0  # identical texts: exactly no drift (not float round-off)
-    v = embedder.encode([a or ' ', b or ' ']).astype('float64')
+    if a == b:
+        return 0.0  # identical texts: exactly no drift (not float round-off)
+    v = embedder.encode([a or " ", b or " "]).astype("float64")
     return float(max(0.0, 1 - v[0] @ v[1]))
 
 # %% ../nbs/10_poisoning.ipynb #422a5664
-def run_pairs(pairs:list, model, embedder, out:str|Path, style:str='authors', noise_floor:bool=True, progress:bool=True) -> pd.DataFrame:
+def run_pairs(
+    pairs: list,
+    model,
+    embedder,
+    out: str | Path,
+    style: str = "authors",
+    noise_floor: bool = True,
+    progress: bool = True,
+) -> pd.DataFrame:
     "Generate, embed and score every pair; results in `out/pairs.jsonl`, responses cached in `out/cache/`."
     from swecl.agent import append_jsonl
     from swecl.runner import repair_jsonl
-    out = Path(out); out.mkdir(parents=True, exist_ok=True)
-    cache = ResponseCache(out / 'cache')
-    done = {(r['poisoning_id'], r['target_id']) for r in repair_jsonl(out / 'pairs.jsonl')}
-    for a, b in tqdm(pairs, desc='poisoning pairs', disable=not progress):
-        if (a.instance_id, b.instance_id) in done: continue
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cache = ResponseCache(out / "cache")
+    done = {(r["poisoning_id"], r["target_id"]) for r in repair_jsonl(out / "pairs.jsonl")}
+    for a, b in tqdm(pairs, desc="poisoning pairs", disable=not progress):
+        if (a.instance_id, b.instance_id) in done:
+            continue
         cp, pp = clean_prompt(b, style), poisoned_prompt(a, b, style)
         rc, rp = cache.generate(model, cp, 0), cache.generate(model, pp, 0)
         rc2 = cache.generate(model, cp, 1) if noise_floor else None
-        d = drift(embedder, rc['text'], rp['text'])
-        nf = drift(embedder, rc['text'], rc2['text']) if rc2 else None
-        usage = {k: sum(r['usage'][k] for r in (rc, rp, rc2) if r) for k in rc['usage']}
-        append_jsonl(out / 'pairs.jsonl', {'target_id': b.instance_id, 'target_difficulty': b.difficulty_score, 'poisoning_id': a.instance_id,
-                                            'poisoning_difficulty': a.difficulty_score, 'drift_score': d, 'noise_floor': nf,
-                                            'net_drift': None if nf is None else d - nf, 'clean_response_length': len(rc['text']),
-                                            'poisoned_response_length': len(rp['text']), 'usage': usage, 'model': getattr(model, 'name', '?'),
-                                            'embedder': embedder.name, 'style': style, 'time': time.time()})
-    return pd.DataFrame(repair_jsonl(out / 'pairs.jsonl'))
+        d = drift(embedder, rc["text"], rp["text"])
+        nf = drift(embedder, rc["text"], rc2["text"]) if rc2 else None
+        usage = {k: sum(r["usage"][k] for r in (rc, rp, rc2) if r) for k in rc["usage"]}
+        append_jsonl(
+            out / "pairs.jsonl",
+            {
+                "target_id": b.instance_id,
+                "target_difficulty": b.difficulty_score,
+                "poisoning_id": a.instance_id,
+                "poisoning_difficulty": a.difficulty_score,
+                "drift_score": d,
+                "noise_floor": nf,
+                "net_drift": None if nf is None else d - nf,
+                "clean_response_length": len(rc["text"]),
+                "poisoned_response_length": len(rp["text"]),
+                "usage": usage,
+                "model": getattr(model, "name", "?"),
+                "embedder": embedder.name,
+                "style": style,
+                "time": time.time(),
+            },
+        )
+    return pd.DataFrame(repair_jsonl(out / "pairs.jsonl"))
 
 # %% ../nbs/10_poisoning.ipynb #2dc62b8d
-def describe(x, level:float=.95, n_resamples:int=9999, seed:int=0) -> dict:
+def describe(x, level: float = 0.95, n_resamples: int = 9999, seed: int = 0) -> dict:
     "Mean, t-interval and BCa bootstrap interval of a sample."
-    x = np.asarray(x, dtype=float); x = x[~np.isnan(x)]; n = len(x)
-    out = {'n': n, 'mean': float(x.mean()) if n else np.nan, 'sd': float(x.std(ddof=1)) if n > 1 else np.nan}
+    x = np.asarray(x, dtype=float)
+    x = x[~np.isnan(x)]
+    n = len(x)
+    out = {"n": n, "mean": float(x.mean()) if n else np.nan, "sd": float(x.std(ddof=1)) if n > 1 else np.nan}
     if n > 1:
-        h = stats.t.ppf((1 + level) / 2, n - 1) * out['sd'] / np.sqrt(n)
-        out.update(t_low=out['mean'] - h, t_high=out['mean'] + h)
+        h = stats.t.ppf((1 + level) / 2, n - 1) * out["sd"] / np.sqrt(n)
+        out.update(t_low=out["mean"] - h, t_high=out["mean"] + h)
         if np.ptp(x) > 0:
-            b = stats.bootstrap((x,), np.mean, confidence_level=level, n_resamples=n_resamples, method='BCa', random_state=seed)
+            b = stats.bootstrap(
+                (x,), np.mean, confidence_level=level, n_resamples=n_resamples, method="BCa", random_state=seed
+            )
             out.update(bca_low=float(b.confidence_interval.low), bca_high=float(b.confidence_interval.high))
     return out
 
-def summarize_drift(df:pd.DataFrame, value:str='drift_score') -> dict:
-    "Summaries by target difficulty and by (source, target) cell, and the tests."
-    by_t = pd.DataFrame([{'target_difficulty': k} | describe(g[value]) for k, g in df.groupby('target_difficulty')])
-    by_c = pd.DataFrame([{'poisoning_difficulty': s, 'target_difficulty': t} | describe(g[value]) for (s, t), g in df.groupby(['poisoning_difficulty', 'target_difficulty'])])
-    tests = {}
-    groups = [g[value].dropna().to_numpy() for _, g in df.groupby('target_difficulty')]
-    if len(groups) == 2 and all(len(g) > 1 for g in groups):
-        tests['welch'] = dict(zip(('statistic', 'p_value'), map(float, stats.ttest_ind(*groups, equal_var=False))))
-        tests['mann_whitney'] = dict(zip(('statistic', 'p_value'), map(float, stats.mannwhitneyu(*groups, alternative='two-sided'))))
-    if 'noise_floor' in df and df['noise_floor'].notna().sum() > 1:
-        d = df.dropna(subset=['noise_floor'])
-        diff = d[value] - d['noise_floor']
-        tests['wilcoxon_vs_noise_floor'] = ({'statistic': float('nan'), 'p_value': 1.0, 'n': len(d)} if (diff == 0).all() else
-                                            dict(zip(('statistic', 'p_value'), map(float, stats.wilcoxon(d[value], d['noise_floor'])))) | {'n': len(d)})
-    return {'by_target': by_t, 'by_cell': by_c, 'tests': tests, 'overall': describe(df[value])}
 
-def drift_figure(summary:dict, path:str|Path, title:str='Prompt-poisoning drift by target difficulty', threshold:float=0.3):
+def summarize_drift(df: pd.DataFrame, value: str = "drift_score") -> dict:
+    "Summaries by target difficulty and by (source, target) cell, and the tests."
+    by_t = pd.DataFrame([{"target_difficulty": k} | describe(g[value]) for k, g in df.groupby("target_difficulty")])
+    by_c = pd.DataFrame(
+        [
+            {"poisoning_difficulty": s, "target_difficulty": t} | describe(g[value])
+            for (s, t), g in df.groupby(["poisoning_difficulty", "target_difficulty"])
+        ]
+    )
+    tests = {}
+    groups = [g[value].dropna().to_numpy() for _, g in df.groupby("target_difficulty")]
+    if len(groups) == 2 and all(len(g) > 1 for g in groups):
+        tests["welch"] = dict(zip(("statistic", "p_value"), map(float, stats.ttest_ind(*groups, equal_var=False))))
+        tests["mann_whitney"] = dict(
+            zip(("statistic", "p_value"), map(float, stats.mannwhitneyu(*groups, alternative="two-sided")))
+        )
+    if "noise_floor" in df and df["noise_floor"].notna().sum() > 1:
+        d = df.dropna(subset=["noise_floor"])
+        diff = d[value] - d["noise_floor"]
+        tests["wilcoxon_vs_noise_floor"] = (
+            {"statistic": float("nan"), "p_value": 1.0, "n": len(d)}
+            if (diff == 0).all()
+            else dict(zip(("statistic", "p_value"), map(float, stats.wilcoxon(d[value], d["noise_floor"]))))
+            | {"n": len(d)}
+        )
+    return {"by_target": by_t, "by_cell": by_c, "tests": tests, "overall": describe(df[value])}
+
+
+def drift_figure(
+    summary: dict, path: str | Path, title: str = "Prompt-poisoning drift by target difficulty", threshold: float = 0.3
+):
     "Figure 2: mean drift per target difficulty with 95% t-intervals and the 0.3 'high drift' line."
     import matplotlib.pyplot as plt
-    bt = summary['by_target']
+
+    bt = summary["by_target"]
     fig, ax = plt.subplots(figsize=(5, 3.6))
-    names = [DIFFICULTY_LABELS.get(int(d), str(d)) if 'DIFFICULTY_LABELS' in globals() else str(d) for d in bt.target_difficulty]
-    err = [bt['mean'] - bt['t_low'], bt['t_high'] - bt['mean']] if 't_low' in bt else None
-    ax.bar(names, bt['mean'], yerr=err, capsize=5, color='tab:blue')
-    ax.axhline(threshold, color='red', ls='--', label=f'high drift ({threshold})')
-    for i, r in enumerate(bt.itertuples()): ax.text(i, 0.02, f'n={r.n}', ha='center', color='white')
-    ax.set_ylabel('drift = 1 − cos(clean, poisoned)'); ax.set_xlabel('target difficulty'); ax.set_title(title, fontsize=9); ax.legend(fontsize=8)
-    ax.set_ylim(0, max(1.0, float(np.nanmax(bt.get('t_high', bt['mean']))) + .05))
-    fig.tight_layout(); fig.savefig(path, dpi=120); plt.close(fig)
+    names = [
+        DIFFICULTY_LABELS.get(int(d), str(d)) if "DIFFICULTY_LABELS" in globals() else str(d)
+        for d in bt.target_difficulty
+    ]
+    err = [bt["mean"] - bt["t_low"], bt["t_high"] - bt["mean"]] if "t_low" in bt else None
+    ax.bar(names, bt["mean"], yerr=err, capsize=5, color="tab:blue")
+    ax.axhline(threshold, color="red", ls="--", label=f"high drift ({threshold})")
+    for i, r in enumerate(bt.itertuples()):
+        ax.text(i, 0.02, f"n={r.n}", ha="center", color="white")
+    ax.set_ylabel("drift = 1 − cos(clean, poisoned)")
+    ax.set_xlabel("target difficulty")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    ax.set_ylim(0, max(1.0, float(np.nanmax(bt.get("t_high", bt["mean"]))) + 0.05))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 # %% ../nbs/10_poisoning.ipynb #66547671
-def estimate_cost(pairs:list, model:str, style:str='authors', output_tokens:int=1000, noise_floor:bool=True) -> dict:
+def estimate_cost(
+    pairs: list, model: str, style: str = "authors", output_tokens: int = 1000, noise_floor: bool = True
+) -> dict:
     "Estimated tokens and USD of a poisoning run (None when the model's price is unknown)."
     from swecl.models import Usage, cost
+
     calls = [(clean_prompt(b, style), poisoned_prompt(a, b, style)) for a, b in pairs]
     inp = sum((len(c) * (2 if noise_floor else 1) + len(p)) // 4 for c, p in calls)
     u = Usage(input=inp, output=output_tokens * len(calls) * (3 if noise_floor else 2))
-    c = cost(model.split(':', 1)[-1], u)
-    return {'pairs': len(pairs), 'input_tokens': u.input, 'output_tokens': u.output, 'usd': c, 'usd_per_100_pairs': None if c is None else c / len(pairs) * 100}
+    c = cost(model.split(":", 1)[-1], u)
+    return {
+        "pairs": len(pairs),
+        "input_tokens": u.input,
+        "output_tokens": u.output,
+        "usd": c,
+        "usd_per_100_pairs": None if c is None else c / len(pairs) * 100,
+    }
 
 # %% ../nbs/10_poisoning.ipynb #229d7b18
-def run_poisoning(model:str, embedder:str='minilm', dataset:str='swe-bench-cl', cells=((1, 3), (1, 4), (2, 3), (2, 4)), n:int=20, seed:int=0,
-                  cross_repo:bool=False, style:str='authors', out:str|Path='results', experiment:str='poisoning', noise_floor:bool=True,
-                  progress:bool=True, model_obj=None, embedder_obj=None) -> dict:
+def run_poisoning(
+    model: str,
+    embedder: str = "minilm",
+    dataset: str = "swe-bench-cl",
+    cells=((1, 3), (1, 4), (2, 3), (2, 4)),
+    n: int = 20,
+    seed: int = 0,
+    cross_repo: bool = False,
+    style: str = "authors",
+    out: str | Path = "results",
+    experiment: str = "poisoning",
+    noise_floor: bool = True,
+    progress: bool = True,
+    model_obj=None,
+    embedder_obj=None,
+) -> dict:
     "Sample, generate, score and summarise a poisoning run into `out/<experiment>/poisoning/`."
     from swecl import datasets
-    from swecl.models import make_model
     from swecl.memory import make_embedder
-    d = Path(out) / experiment / 'poisoning'; d.mkdir(parents=True, exist_ok=True)
-    cfg = {'model': model, 'embedder': embedder, 'dataset': dataset, 'cells': [list(c) for c in cells], 'n': n, 'seed': seed,
-           'cross_repo': cross_repo, 'style': style, 'noise_floor': noise_floor}
-    man = d / 'manifest.json'
+    from swecl.models import make_model
+
+    d = Path(out) / experiment / "poisoning"
+    d.mkdir(parents=True, exist_ok=True)
+    cfg = {
+        "model": model,
+        "embedder": embedder,
+        "dataset": dataset,
+        "cells": [list(c) for c in cells],
+        "n": n,
+        "seed": seed,
+        "cross_repo": cross_repo,
+        "style": style,
+        "noise_floor": noise_floor,
+    }
+    man = d / "manifest.json"
     if man.exists():
         from swecl.runner import config_diff
-        if (diff := config_diff(cfg, json.loads(man.read_text())['config'])): raise PoisonError(f"{d} holds a run with a different configuration ({', '.join(diff)}); use another experiment name.")
+
+        if diff := config_diff(cfg, json.loads(man.read_text())["config"]):
+            raise PoisonError(
+                f"{d} holds a run with a different configuration ({', '.join(diff)}); use another experiment name."
+            )
     else:
         from swecl import __version__
-        man.write_text(json.dumps({'config': cfg, 'swecl_version': __version__, 'started': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, indent=1))
+
+        man.write_text(
+            json.dumps(
+                {
+                    "config": cfg,
+                    "swecl_version": __version__,
+                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                },
+                indent=1,
+            )
+        )
     pairs = sample_pairs(datasets.load(dataset).tasks, [tuple(c) for c in cells], n, seed, cross_repo)
-    m = model_obj or make_model(model); e = embedder_obj or make_embedder(embedder)
+    m = model_obj or make_model(model)
+    e = embedder_obj or make_embedder(embedder)
     df = run_pairs(pairs, m, e, d, style, noise_floor, progress)
     S = summarize_drift(df)
-    net = describe(df['net_drift']) if 'net_drift' in df and df['net_drift'].notna().any() else None
-    drift_figure(S, d / 'drift_by_target.png', f'{model} · {e.name} · n={len(df)}')
-    summary = {'config': cfg, 'n_pairs': len(df), 'overall': S['overall'], 'net_drift': net, 'by_target': S['by_target'].to_dict('records'),
-               'by_cell': S['by_cell'].to_dict('records'), 'tests': S['tests'],
-               'usage': {k: int(sum((u or {}).get(k, 0) for u in df.get('usage', []))) for k in ('input', 'output', 'cache_creation', 'cache_read')}}
-    (d / 'summary.json').write_text(json.dumps(summary, indent=1, default=float))
-    return summary | {'dir': str(d)}
+    net = describe(df["net_drift"]) if "net_drift" in df and df["net_drift"].notna().any() else None
+    drift_figure(S, d / "drift_by_target.png", f"{model} · {e.name} · n={len(df)}")
+    summary = {
+        "config": cfg,
+        "n_pairs": len(df),
+        "overall": S["overall"],
+        "net_drift": net,
+        "by_target": S["by_target"].to_dict("records"),
+        "by_cell": S["by_cell"].to_dict("records"),
+        "tests": S["tests"],
+        "usage": {
+            k: int(sum((u or {}).get(k, 0) for u in df.get("usage", [])))
+            for k in ("input", "output", "cache_creation", "cache_read")
+        },
+    }
+    (d / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
+    return summary | {"dir": str(d)}

@@ -4,102 +4,156 @@
 
 # %% ../nbs/12_report.ipynb #af3f8512
 from __future__ import annotations
-import json, time
+
+import json
+import time
 from datetime import datetime, timezone
 from pathlib import Path
+
 import pandas as pd
-from .schema import *
+
 from . import datasets, similarity
+from .schema import *
 
 # %% auto #0
-__all__ = ['Section', 'write_index', 'dataset_section', 'similarity_section', 'aggregate_notebook', 'render']
+__all__ = ['Section', 'md_table', 'write_index', 'dataset_section', 'similarity_section', 'aggregate_notebook', 'render']
 
 # %% ../nbs/12_report.ipynb #8b5d8470
 class Section:
     "A report section: title, markdown body, and the files it wrote (relative to the report folder)."
-    def __init__(self, title:str, body:str, files:list|None=None): self.title, self.body, self.files = title, body, files or []
-    def markdown(self) -> str: return f"## {self.title}\n\n{self.body}\n"
 
-def _md_table(df:pd.DataFrame, floatfmt='.4f') -> str: return df.to_markdown(index=False, floatfmt=floatfmt)
+    def __init__(self, title: str, body: str, files: list | None = None):
+        self.title, self.body, self.files = title, body, files or []
 
-def write_index(out:Path, sections:list, title:str='swecl report') -> Path:
+    def markdown(self) -> str:
+        return f"## {self.title}\n\n{self.body}\n"
+
+
+def md_table(df: pd.DataFrame, floatfmt=".4f") -> str:
+    return df.to_markdown(index=False, floatfmt=floatfmt)
+
+
+def write_index(out: Path, sections: list, title: str = "swecl report") -> Path:
     "`README.md` in `out`: every section, with links to every table and figure."
     out = Path(out)
-    stamp = datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
-    toc = '\n'.join(f"- [{s.title}](#{s.title.lower().replace(' ', '-').replace('(', '').replace(')', '').replace(',', '').replace('/', '').replace('.', '')})" for s in sections)
-    files = '\n'.join(f'- [{f}]({f})' for s in sections for f in s.files)
-    text = f"# {title}\n\nGenerated {stamp} by `swecl report`.\n\n{toc}\n\n" + '\n'.join(s.markdown() for s in sections) + f"\n## Files\n\n{files}\n"
-    (out / 'README.md').write_text(text)
-    return out / 'README.md'
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    toc = "\n".join(
+        f"- [{s.title}](#{s.title.lower().replace(' ', '-').replace('(', '').replace(')', '').replace(',', '').replace('/', '').replace('.', '')})"
+        for s in sections
+    )
+    files = "\n".join(f"- [{f}]({f})" for s in sections for f in s.files)
+    text = (
+        f"# {title}\n\nGenerated {stamp} by `swecl report`.\n\n{toc}\n\n"
+        + "\n".join(s.markdown() for s in sections)
+        + f"\n## Files\n\n{files}\n"
+    )
+    (out / "README.md").write_text(text)
+    return out / "README.md"
 
 # %% ../nbs/12_report.ipynb #b6d1629e
-def _bench(dataset) -> Benchmark: return dataset if isinstance(dataset, Benchmark) else datasets.load(dataset)
+def _bench(dataset) -> Benchmark:
+    return dataset if isinstance(dataset, Benchmark) else datasets.load(dataset)
 
-def dataset_section(out:Path, dataset='swe-bench-cl') -> Section:
+
+def dataset_section(out: Path, dataset="swe-bench-cl") -> Section:
     "Table 1 of SWE-Bench-CL: per-sequence tasks, difficulty counts, tasks with dependencies (`dataset`: a name or a loaded `Benchmark`)."
-    out = Path(out); b = _bench(dataset); dataset = b.name
+    out = Path(out)
+    b = _bench(dataset)
+    dataset = b.name
     df = datasets.stats_table(b)
-    df.to_csv(out / 'table1_dataset_stats.csv', index=False)
-    (out / 'table1_dataset_stats.md').write_text(datasets.table1_markdown(df) + '\n')
+    df.to_csv(out / "table1_dataset_stats.csv", index=False)
+    (out / "table1_dataset_stats.md").write_text(datasets.table1_markdown(df) + "\n")
     seqs = {s.id: [t.instance_id for t in s.tasks] for s in b.sequences}
-    (out / 'sequences.json').write_text(json.dumps({'dataset': dataset, 'source': b.source, 'sha256': b.sha256, 'sequences': seqs}, indent=1))
-    body = (f"Dataset `{dataset}` ({len(b.sequences)} sequences, {len(b.tasks)} tasks; source `{Path(b.source or '').name}`, sha256 `{(b.sha256 or '')[:12]}…`).\n\n"
-            + datasets.table1_markdown(df) + "\n\n*Table 1. Tasks per sequence, by human fix-time difficulty; a dependency is an earlier "
-            "issue of the same repository that modified one of the same files.*")
-    return Section('Dataset statistics (Table 1)', body, ['table1_dataset_stats.md', 'table1_dataset_stats.csv', 'sequences.json'])
+    (out / "sequences.json").write_text(
+        json.dumps({"dataset": dataset, "source": b.source, "sha256": b.sha256, "sequences": seqs}, indent=1)
+    )
+    body = (
+        f"Dataset `{dataset}` ({len(b.sequences)} sequences, {len(b.tasks)} tasks; source `{Path(b.source or '').name}`, sha256 `{(b.sha256 or '')[:12]}…`).\n\n"
+        + datasets.table1_markdown(df)
+        + "\n\n*Table 1. Tasks per sequence, by human fix-time difficulty; a dependency is an earlier "
+        "issue of the same repository that modified one of the same files.*"
+    )
+    return Section(
+        "Dataset statistics (Table 1)", body, ["table1_dataset_stats.md", "table1_dataset_stats.csv", "sequences.json"]
+    )
 
 # %% ../nbs/12_report.ipynb #34ad4a0b
-def similarity_section(out:Path, dataset='swe-bench-cl', all_pairs:bool=True, seed:int=0) -> Section:
+def similarity_section(out: Path, dataset="swe-bench-cl", all_pairs: bool = True, seed: int = 0) -> Section:
     "The authors' pairs reproduced (when their tables are in the data folder), a seeded re-sample, and all pairs."
-    out = Path(out); b = _bench(dataset); dataset = b.name
+    out = Path(out)
+    b = _bench(dataset)
+    dataset = b.name
     parts, files = [], []
-    authors = Path(b.source or '.').parent / 'swe-bench-cl-authors'
-    if (authors / 'overlap_table.csv').exists():
-        pub = pd.read_csv(authors / 'overlap_table.csv')
-        mine = similarity.similarity_table(similarity.pairs_from_csv(authors / 'overlap_table.csv', b))
+    authors = Path(b.source or ".").parent / "swe-bench-cl-authors"
+    if (authors / "overlap_table.csv").exists():
+        pub = pd.read_csv(authors / "overlap_table.csv")
+        mine = similarity.similarity_table(similarity.pairs_from_csv(authors / "overlap_table.csv", b))
         dj, dc = (mine.jaccard - pub.jaccard).abs().max(), (mine.cosine - pub.cosine).abs().max()
-        mine.to_csv(out / 'similarity_authors_pairs.csv', index=False)
-        similarity.similarity_histograms(mine, "Authors' 160 sampled pairs (reproduced)", out / 'similarity_authors_pairs.png')
-        dpub = pd.read_csv(authors / 'difficulty_overlap_table.csv')
-        dmine = similarity.similarity_table(similarity.pairs_from_csv(authors / 'difficulty_overlap_table.csv', b), names=similarity.AUTHORS_GROUP_NAMES)
-        groups = similarity.averages(dmine, ['pair_type', 'group'])
-        parts.append(f"**Reproduction of the published values.** The authors' {len(pub)} sampled pairs: max |Δ| Jaccard {dj:.1e}, cosine {dc:.1e}. "
-                     f"Averages (paper: Jaccard 0.1114, cosine 0.1792):\n\n{_md_table(similarity.averages(mine))}\n\n"
-                     f"By difficulty group, the authors' {len(dpub)} pairs, with the authors' group names (their ‘medium’ is 1–4 h and ‘hard’ > 4 h; paper: Easy–Easy Jaccard 0.1225, Easy–Hard 0.0353):\n\n{_md_table(groups)}\n\n"
-                     "![authors' pairs](similarity_authors_pairs.png)\n\n*Figure 1 (reproduced). Jaccard over whitespace-token sets and "
-                     "TF-IDF cosine (vectoriser fitted per pair) of the gold patches of the authors' sampled pairs.*")
-        files += ['similarity_authors_pairs.csv', 'similarity_authors_pairs.png']
+        mine.to_csv(out / "similarity_authors_pairs.csv", index=False)
+        similarity.similarity_histograms(
+            mine, "Authors' 160 sampled pairs (reproduced)", out / "similarity_authors_pairs.png"
+        )
+        dpub = pd.read_csv(authors / "difficulty_overlap_table.csv")
+        dmine = similarity.similarity_table(
+            similarity.pairs_from_csv(authors / "difficulty_overlap_table.csv", b), names=similarity.AUTHORS_GROUP_NAMES
+        )
+        groups = similarity.averages(dmine, ["pair_type", "group"])
+        parts.append(
+            f"**Reproduction of the published values.** The authors' {len(pub)} sampled pairs: max |Δ| Jaccard {dj:.1e}, cosine {dc:.1e}. "
+            f"Averages (paper: Jaccard 0.1114, cosine 0.1792):\n\n{md_table(similarity.averages(mine))}\n\n"
+            f"By difficulty group, the authors' {len(dpub)} pairs, with the authors' group names (their ‘medium’ is 1–4 h and ‘hard’ > 4 h; paper: Easy–Easy Jaccard 0.1225, Easy–Hard 0.0353):\n\n{md_table(groups)}\n\n"
+            "![authors' pairs](similarity_authors_pairs.png)\n\n*Figure 1 (reproduced). Jaccard over whitespace-token sets and "
+            "TF-IDF cosine (vectoriser fitted per pair) of the gold patches of the authors' sampled pairs.*"
+        )
+        files += ["similarity_authors_pairs.csv", "similarity_authors_pairs.png"]
     smp = similarity.similarity_table(similarity.sample_pairs(b, seed=seed))
-    smp.to_csv(out / 'similarity_sampled_pairs.csv', index=False)
-    parts.append(f"**A fresh seeded sample** (seed {seed}; same procedure: A before B, disjoint files, ≤ 20 per repository; {len(smp)} pairs):\n\n{_md_table(similarity.averages(smp))}")
-    files.append('similarity_sampled_pairs.csv')
+    smp.to_csv(out / "similarity_sampled_pairs.csv", index=False)
+    parts.append(
+        f"**A fresh seeded sample** (seed {seed}; same procedure: A before B, disjoint files, ≤ 20 per repository; {len(smp)} pairs):\n\n{md_table(similarity.averages(smp))}"
+    )
+    files.append("similarity_sampled_pairs.csv")
     if all_pairs:
         t0 = time.time()
         allp = similarity.similarity_table(similarity.all_pairs(b), progress=True)
-        allp.to_csv(out / 'similarity_all_pairs.csv', index=False)
-        similarity.similarity_histograms(allp, f'All {len(allp)} within-sequence pairs', out / 'similarity_all_pairs.png')
+        allp.to_csv(out / "similarity_all_pairs.csv", index=False)
+        similarity.similarity_histograms(
+            allp, f"All {len(allp)} within-sequence pairs", out / "similarity_all_pairs.png"
+        )
         modified = {t.instance_id: set(t.modified_files) for t in b.tasks}
         disj = allp[[not modified[a] & modified[c] for a, c in zip(allp.task_a_id, allp.task_b_id)]]
-        parts.append(f"**All pairs** (new; the authors only sampled): every A-before-B pair of every sequence ({len(allp)} pairs, {time.time()-t0:.0f} s), "
-                     f"and the {len(disj)} of them with disjoint modified files:\n\n"
-                     f"{_md_table(pd.concat([similarity.averages(allp).assign(pairs='all'), similarity.averages(disj).assign(pairs='disjoint files')])[['pairs', 'n', 'jaccard', 'cosine', 'cosine_gt_0_4']])}\n\n"
-                     f"By difficulty group (all pairs):\n\n{_md_table(similarity.averages(allp, ['pair_type', 'group']))}\n\n"
-                     f"By repository (all pairs):\n\n{_md_table(similarity.averages(allp, 'repo'))}\n\n"
-                     f"![all pairs](similarity_all_pairs.png)\n\n*Figure 1 over all {len(allp)} within-sequence pairs of `{dataset}`.*")
-        files += ['similarity_all_pairs.csv', 'similarity_all_pairs.png']
-    return Section('Patch similarity (Section 4.1)', '\n\n'.join(parts), files)
+        parts.append(
+            f"**All pairs** (new; the authors only sampled): every A-before-B pair of every sequence ({len(allp)} pairs, {time.time() - t0:.0f} s), "
+            f"and the {len(disj)} of them with disjoint modified files:\n\n"
+            f"{md_table(pd.concat([similarity.averages(allp).assign(pairs='all'), similarity.averages(disj).assign(pairs='disjoint files')])[['pairs', 'n', 'jaccard', 'cosine', 'cosine_gt_0_4']])}\n\n"
+            f"By difficulty group (all pairs):\n\n{md_table(similarity.averages(allp, ['pair_type', 'group']))}\n\n"
+            f"By repository (all pairs):\n\n{md_table(similarity.averages(allp, 'repo'))}\n\n"
+            f"![all pairs](similarity_all_pairs.png)\n\n*Figure 1 over all {len(allp)} within-sequence pairs of `{dataset}`.*"
+        )
+        files += ["similarity_all_pairs.csv", "similarity_all_pairs.png"]
+    return Section("Patch similarity (Section 4.1)", "\n\n".join(parts), files)
 
 # %% ../nbs/12_report.ipynb #0b9665f2
 def aggregate_notebook() -> Path:
-    p = datasets.PROJECT_ROOT / 'nbs' / 'aggregate.ipynb'
-    if not p.exists(): raise FileNotFoundError(f"The aggregate notebook is not at {p}; run swecl from a source checkout (pip install -e .).")
+    p = datasets.PROJECT_ROOT / "nbs" / "aggregate.ipynb"
+    if not p.exists():
+        raise FileNotFoundError(
+            f"The aggregate notebook is not at {p}; run swecl from a source checkout (pip install -e .)."
+        )
     return p
 
-def render(results='results', out='reports', dataset:str='swe-bench-cl', all_pairs:bool=True) -> Path:
+
+def render(results="results", out="reports", dataset: str = "swe-bench-cl", all_pairs: bool = True) -> Path:
     "Run the aggregate notebook into `out`; returns the path of `out/README.md`."
     import papermill as pm
-    out = Path(out).resolve(); out.mkdir(parents=True, exist_ok=True)
-    pm.execute_notebook(str(aggregate_notebook()), str(out / 'aggregate.ipynb'), kernel_name='python3', progress_bar=False,
-                        parameters=dict(results=str(Path(results).resolve()), out=str(out), dataset=dataset, all_pairs=all_pairs),
-                        cwd=str(out))
-    return out / 'README.md'
+
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    pm.execute_notebook(
+        str(aggregate_notebook()),
+        str(out / "aggregate.ipynb"),
+        kernel_name="python3",
+        progress_bar=False,
+        parameters=dict(results=str(Path(results).resolve()), out=str(out), dataset=dataset, all_pairs=all_pairs),
+        cwd=str(out),
+    )
+    return out / "README.md"

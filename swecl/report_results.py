@@ -4,162 +4,337 @@
 
 # %% ../nbs/12a_report_results.ipynb #d7975edf
 from __future__ import annotations
+
 import json
 from pathlib import Path
-import numpy as np, pandas as pd
-from .schema import *
-from .report import Section, _md_table
+
+import numpy as np
+import pandas as pd
+
 from .grading import expected
+from .report import Section, md_table
+from .schema import *
 
 # %% auto #0
 __all__ = ['validation_section', 'retrieval_section', 'load_results', 'no_model_notes', 'agent_sections', 'drift_section']
 
 # %% ../nbs/12a_report_results.ipynb #591a5cc5
-def _ci(est, lo, hi, fmt='{:.3f}') -> str:
-    if est is None or (isinstance(est, float) and np.isnan(est)): return 'undefined'
-    return fmt.format(est) + ('' if lo is None or np.isnan(lo) else f' [{fmt.format(lo)}, {fmt.format(hi)}]')
+def _ci(est, lo, hi, fmt="{:.3f}") -> str:
+    if est is None or (isinstance(est, float) and np.isnan(est)):
+        return "undefined"
+    return fmt.format(est) + ("" if lo is None or np.isnan(lo) else f" [{fmt.format(lo)}, {fmt.format(hi)}]")
 
-def validation_section(out:Path, results:Path) -> Section|None:
+
+def validation_section(out: Path, results: Path) -> Section | None:
     "Gold must resolve, empty must not: per experiment, dataset, policy and repository."
-    files = sorted(Path(results).glob('*/validation.json'))
-    if not files: return None
+    files = sorted(Path(results).glob("*/validation.json"))
+    if not files:
+        return None
     rows = []
     for f in files:
         d = json.loads(f.read_text())
-        for r in d['records']:
+        for r in d["records"]:
             ok = expected(r)  # grading's rule: None for infrastructure errors and python-version misses
-            rows.append({'experiment': f.parent.name, 'dataset': d['dataset'], 'policy': r['policy'], 'repo': r.get('repo', ''), 'ok': ok, 'infra': r.get('infra_reason')})
+            rows.append(
+                {
+                    "experiment": f.parent.name,
+                    "dataset": d["dataset"],
+                    "policy": r["policy"],
+                    "repo": r.get("repo", ""),
+                    "ok": ok,
+                    "infra": r.get("infra_reason"),
+                }
+            )
     df = pd.DataFrame(rows)
-    t = df.groupby(['experiment', 'dataset', 'policy', 'repo']).agg(n=('ok', 'size'), as_expected=('ok', lambda s: int((s == True).sum())),
-                                                                   unexpected=('ok', lambda s: int((s == False).sum())),
-                                                                   infra_errors=('ok', lambda s: int(s.isna().sum()))).reset_index()
-    t.to_csv(Path(out) / 'validation.csv', index=False)
-    body = (_md_table(t) + f"\n\n*Harness validation: the gold patch must resolve and the empty patch must not ({len(df)} gradings). "
-            "Infrastructure errors (environment, test patch, timeout) are counted apart from verdicts.*")
-    return Section('Harness validation', body, ['validation.csv'])
+    t = (
+        df.groupby(["experiment", "dataset", "policy", "repo"])
+        .agg(
+            n=("ok", "size"),
+            as_expected=("ok", lambda s: int((s == True).sum())),
+            unexpected=("ok", lambda s: int((s == False).sum())),
+            infra_errors=("ok", lambda s: int(s.isna().sum())),
+        )
+        .reset_index()
+    )
+    t.to_csv(Path(out) / "validation.csv", index=False)
+    body = (
+        md_table(t)
+        + f"\n\n*Harness validation: the gold patch must resolve and the empty patch must not ({len(df)} gradings). "
+        "Infrastructure errors (environment, test patch, timeout) are counted apart from verdicts.*"
+    )
+    return Section("Harness validation", body, ["validation.csv"])
 
-def retrieval_section(out:Path, results:Path) -> Section|None:
+
+def retrieval_section(out: Path, results: Path) -> Section | None:
     "Recall@k and MRR of the oracle links, with bootstrap CIs, and a chart of MRR."
-    files = sorted(Path(results).glob('*/retrieval.csv'))
-    if not files: return None
+    files = sorted(Path(results).glob("*/retrieval.csv"))
+    if not files:
+        return None
     import matplotlib.pyplot as plt
-    df = pd.concat([pd.read_csv(f) for f in files]).drop_duplicates(['benchmark', 'embedder', 'representation', 'filter', 'links'])
-    df.to_csv(Path(out) / 'retrieval_quality.csv', index=False)
-    show = df.assign(**{c: [_ci(r[c], r[f'{c}_lo'], r[f'{c}_hi']) for _, r in df.iterrows()] for c in ('recall@1', 'recall@5', 'recall@10', 'mrr')})
-    cols = ['benchmark', 'embedder', 'representation', 'filter', 'links', 'n', 'recall@1', 'recall@5', 'recall@10', 'mrr']
-    sel = df[(df['filter'].isin(['none', 'sequence'])) & (df.links.isin(['all', 'dependencies']))]
+
+    df = pd.concat([pd.read_csv(f) for f in files]).drop_duplicates(
+        ["benchmark", "embedder", "representation", "filter", "links"]
+    )
+    df.to_csv(Path(out) / "retrieval_quality.csv", index=False)
+    show = df.assign(
+        **{
+            c: [_ci(r[c], r[f"{c}_lo"], r[f"{c}_hi"]) for _, r in df.iterrows()]
+            for c in ("recall@1", "recall@5", "recall@10", "mrr")
+        }
+    )
+    cols = [
+        "benchmark",
+        "embedder",
+        "representation",
+        "filter",
+        "links",
+        "n",
+        "recall@1",
+        "recall@5",
+        "recall@10",
+        "mrr",
+    ]
+    sel = df[(df["filter"].isin(["none", "sequence"])) & (df.links.isin(["all", "dependencies"]))]
     fig, axes = plt.subplots(1, sel.benchmark.nunique(), figsize=(6 * sel.benchmark.nunique(), 3.6), squeeze=False)
-    for ax, (bm, g) in zip(axes[0], sel.groupby('benchmark')):
+    for ax, (bm, g) in zip(axes[0], sel.groupby("benchmark")):
         labels = [f"{r.embedder}\n{r.representation}" for r in g.itertuples()]
-        ax.bar(range(len(g)), g.mrr, yerr=[g.mrr - g.mrr_lo, g.mrr_hi - g.mrr], capsize=3, color='tab:blue')
-        ax.set_xticks(range(len(g))); ax.set_xticklabels(labels, fontsize=7); ax.set_ylim(0, 1); ax.set_title(f'{bm}: MRR of oracle links'); ax.set_ylabel('MRR')
-    fig.tight_layout(); fig.savefig(Path(out) / 'retrieval_quality.png', dpi=120); plt.close(fig)
-    body = (_md_table(show[cols]) + "\n\n![retrieval quality](retrieval_quality.png)\n\n*Retrieval quality (new; neither paper measured it): "
-            "recall@k and MRR of the oracle links with 95% bootstrap CIs over queries. SWE-ContextBench Lite: related tasks against the "
-            "300-experience pool, links from links-lite.csv (strong only, or all), whole pool or same repository. SWE-Bench-CL: tasks with "
-            "in-sequence dependencies against the earlier tasks of their sequence. Query: the problem statement.*")
-    return Section('Retrieval quality', body, ['retrieval_quality.csv', 'retrieval_quality.png'])
+        ax.bar(range(len(g)), g.mrr, yerr=[g.mrr - g.mrr_lo, g.mrr_hi - g.mrr], capsize=3, color="tab:blue")
+        ax.set_xticks(range(len(g)))
+        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_ylim(0, 1)
+        ax.set_title(f"{bm}: MRR of oracle links")
+        ax.set_ylabel("MRR")
+    fig.tight_layout()
+    fig.savefig(Path(out) / "retrieval_quality.png", dpi=120)
+    plt.close(fig)
+    body = (
+        md_table(show[cols])
+        + "\n\n![retrieval quality](retrieval_quality.png)\n\n*Retrieval quality (new; neither paper measured it): "
+        "recall@k and MRR of the oracle links with 95% bootstrap CIs over queries. SWE-ContextBench Lite: related tasks against the "
+        "300-experience pool, links from links-lite.csv (strong only, or all), whole pool or same repository. SWE-Bench-CL: tasks with "
+        "in-sequence dependencies against the earlier tasks of their sequence. Query: the problem statement.*"
+    )
+    return Section("Retrieval quality", body, ["retrieval_quality.csv", "retrieval_quality.png"])
 
 # %% ../nbs/12a_report_results.ipynb #c8c1bc39
-def load_results(results:Path) -> pd.DataFrame:
+def load_results(results: Path) -> pd.DataFrame:
     "Every attempt of every cell under `results` with its cell's config (scripted cells left out)."
     rows = []
-    for m in sorted(Path(results).glob('*/*/manifest.json')):
-        cfg = json.loads(m.read_text())['config']
-        if cfg['model'].startswith('scripted'): continue
-        f = m.parent / 'attempts.jsonl'
-        if not f.exists(): continue
+    for m in sorted(Path(results).glob("*/*/manifest.json")):
+        cfg = json.loads(m.read_text())["config"]
+        if cfg["model"].startswith("scripted"):
+            continue
+        f = m.parent / "attempts.jsonl"
+        if not f.exists():
+            continue
         for line in f.read_text().splitlines():
-            try: r = json.loads(line)
-            except json.JSONDecodeError: continue
-            rows.append(r | {'cell': m.parent.name, 'experiment': cfg['experiment'], 'dataset': cfg['dataset'], 'model': cfg['model'],
-                             'condition': 'none' if cfg['memory'] == 'none' else f"{cfg['memory']}/{cfg['content']}", 'seed': cfg['seed']})
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            rows.append(
+                r
+                | {
+                    "cell": m.parent.name,
+                    "experiment": cfg["experiment"],
+                    "dataset": cfg["dataset"],
+                    "model": cfg["model"],
+                    "condition": "none" if cfg["memory"] == "none" else f"{cfg['memory']}/{cfg['content']}",
+                    "seed": cfg["seed"],
+                }
+            )
     return pd.DataFrame(rows)
 
-def no_model_notes(results:Path) -> list: return sorted({f.read_text().strip() for f in Path(results).glob('*/no_model.txt')})
 
-def agent_sections(out:Path, results:Path, n_resamples:int=1000) -> list:
+def no_model_notes(results: Path) -> list:
+    return sorted({f.read_text().strip() for f in Path(results).glob("*/no_model.txt")})
+
+
+def agent_sections(out: Path, results: Path, n_resamples: int = 1000) -> list:
     "CL metrics, learning curves, heatmaps, paired comparisons and the ContextBench table, or one line saying why there are none."
-    from swecl import metrics
     import matplotlib.pyplot as plt
+
+    from swecl import metrics
+
     out, df = Path(out), load_results(results)
     if df.empty:
-        notes = no_model_notes(results) or ['No agent results were found in the results folder.']
-        return [Section('Agent results', ' '.join(notes) + ' Everything else in this report was computed without a model.')]
+        notes = no_model_notes(results) or ["No agent results were found in the results folder."]
+        return [
+            Section("Agent results", " ".join(notes) + " Everything else in this report was computed without a model.")
+        ]
     secs = []
-    firsts = df[df.kind == 'first']
+    firsts = df[df.kind == "first"]
     what = f"models {', '.join(sorted(df.model.unique()))}; conditions {', '.join(sorted(df.condition.unique()))}; seeds {sorted(df.seed.unique().tolist())}"
     # CL metrics per cell and sequence
-    cl = metrics.cl_from_attempts(df.to_dict('records'), n_resamples=n_resamples)
-    info = df.drop_duplicates('cell').set_index('cell')[['model', 'condition', 'seed', 'dataset']]
-    cl = cl.join(info, on='cell')
-    cl.to_csv(out / 'cl_metrics.csv', index=False)
-    wide = cl.assign(v=[_ci(r.estimate, r.ci_low, r.ci_high) for r in cl.itertuples()]).pivot_table(
-        index=['model', 'condition', 'seed', 'sequence_id'], columns='metric', values='v', aggfunc='first').reset_index()
-    keep = [c for c in ['model', 'condition', 'seed', 'sequence_id'] + metrics.CL_KEYS if c in wide.columns]
-    secs.append(Section('Continual-learning metrics', _md_table(wide[keep]) + f"\n\n*SWE-Bench-CL metrics per cell with 95% bootstrap CIs over tasks ({what}). "
-                        "FT needs a zero-shot row and is undefined without one; undefined entries are shown as such, never as 0.*", ['cl_metrics.csv']))
+    cl = metrics.cl_from_attempts(df.to_dict("records"), n_resamples=n_resamples)
+    info = df.drop_duplicates("cell").set_index("cell")[["model", "condition", "seed", "dataset"]]
+    cl = cl.join(info, on="cell")
+    cl.to_csv(out / "cl_metrics.csv", index=False)
+    wide = (
+        cl.assign(v=[_ci(r.estimate, r.ci_low, r.ci_high) for r in cl.itertuples()])
+        .pivot_table(index=["model", "condition", "seed", "sequence_id"], columns="metric", values="v", aggfunc="first")
+        .reset_index()
+    )
+    keep = [c for c in ["model", "condition", "seed", "sequence_id"] + metrics.CL_KEYS if c in wide.columns]
+    secs.append(
+        Section(
+            "Continual-learning metrics",
+            md_table(wide[keep]) + f"\n\n*SWE-Bench-CL metrics per cell with 95% bootstrap CIs over tasks ({what}). "
+            "FT needs a zero-shot row and is undefined without one; undefined entries are shown as such, never as 0.*",
+            ["cl_metrics.csv"],
+        )
+    )
     # learning curves and heatmaps
     fig, ax = plt.subplots(figsize=(7, 4))
-    for (model, cond), g in firsts.groupby(['model', 'condition']):
-        curve = g.groupby('j').resolved.mean().sort_index()
-        ax.plot(curve.index, curve.expanding().mean(), marker='.', label=f'{model} · {cond}')
-    ax.set_xlabel('sequence position'); ax.set_ylabel('cumulative success (first attempts)'); ax.set_ylim(0, 1); ax.legend(fontsize=7)
-    fig.tight_layout(); fig.savefig(out / 'learning_curves.png', dpi=120); plt.close(fig)
-    files = ['learning_curves.png']
-    for cell, g in list(df.groupby('cell'))[:12]:
-        n = int(g.n_tasks.max()); a = metrics.accuracy_matrix(g.to_dict('records'), n)
-        fig, ax = plt.subplots(figsize=(4, 4)); im = ax.imshow(a, vmin=0, vmax=1, cmap='viridis'); ax.set_title(cell[:48], fontsize=7)
-        ax.set_xlabel('task j'); ax.set_ylabel('after learning task i'); fig.colorbar(im, ax=ax, fraction=.046)
-        fig.tight_layout(); fig.savefig(out / f'heatmap_{cell}.png', dpi=100); plt.close(fig); files.append(f'heatmap_{cell}.png')
-    secs.append(Section('Learning curves and accuracy matrices', "![learning curves](learning_curves.png)\n\n" + '\n'.join(f'![{f}]({f})' for f in files[1:])
-                        + f"\n\n*Cumulative first-attempt success by sequence position, and a[i][j] (success on task j after learning through task i; blank = not measured) per cell ({what}).*", files))
+    for (model, cond), g in firsts.groupby(["model", "condition"]):
+        curve = g.groupby("j").resolved.mean().sort_index()
+        ax.plot(curve.index, curve.expanding().mean(), marker=".", label=f"{model} · {cond}")
+    ax.set_xlabel("sequence position")
+    ax.set_ylabel("cumulative success (first attempts)")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "learning_curves.png", dpi=120)
+    plt.close(fig)
+    files = ["learning_curves.png"]
+    for cell, g in list(df.groupby("cell"))[:12]:
+        n = int(g.n_tasks.max())
+        a = metrics.accuracy_matrix(g.to_dict("records"), n)
+        fig, ax = plt.subplots(figsize=(4, 4))
+        im = ax.imshow(a, vmin=0, vmax=1, cmap="viridis")
+        ax.set_title(cell[:48], fontsize=7)
+        ax.set_xlabel("task j")
+        ax.set_ylabel("after learning task i")
+        fig.colorbar(im, ax=ax, fraction=0.046)
+        fig.tight_layout()
+        fig.savefig(out / f"heatmap_{cell}.png", dpi=100)
+        plt.close(fig)
+        files.append(f"heatmap_{cell}.png")
+    secs.append(
+        Section(
+            "Learning curves and accuracy matrices",
+            "![learning curves](learning_curves.png)\n\n"
+            + "\n".join(f"![{f}]({f})" for f in files[1:])
+            + f"\n\n*Cumulative first-attempt success by sequence position, and a[i][j] (success on task j after learning through task i; blank = not measured) per cell ({what}).*",
+            files,
+        )
+    )
     # paired memory vs none
     rows = []
-    for (model, seed), g in firsts.groupby(['model', 'seed']):
-        base = g[g.condition == 'none'].set_index('instance_id').resolved
-        for cond, h in g[g.condition != 'none'].groupby('condition'):
-            mem = h.set_index('instance_id').resolved
+    for (model, seed), g in firsts.groupby(["model", "seed"]):
+        base = g[g.condition == "none"].set_index("instance_id").resolved
+        for cond, h in g[g.condition != "none"].groupby("condition"):
+            mem = h.set_index("instance_id").resolved
             common = sorted(set(base.index) & set(mem.index))
-            if not common: continue
+            if not common:
+                continue
             t = metrics.mcnemar_exact(mem[common].astype(bool).to_numpy(), base[common].astype(bool).to_numpy())
-            rows.append({'model': model, 'seed': seed, 'condition': cond, 'n': t['n'], 'memory_rate': t['rate_a'], 'none_rate': t['rate_b'],
-                         'only_memory': t['only_a'], 'only_none': t['only_b'], 'p_exact_mcnemar': t['p_value']})
+            rows.append(
+                {
+                    "model": model,
+                    "seed": seed,
+                    "condition": cond,
+                    "n": t["n"],
+                    "memory_rate": t["rate_a"],
+                    "none_rate": t["rate_b"],
+                    "only_memory": t["only_a"],
+                    "only_none": t["only_b"],
+                    "p_exact_mcnemar": t["p_value"],
+                }
+            )
     if rows:
-        pdf = pd.DataFrame(rows); pdf.to_csv(out / 'paired_memory.csv', index=False)
-        secs.append(Section('Memory vs no memory (paired)', _md_table(pdf) + "\n\n*Per task, first attempts with memory against the same tasks without it; exact McNemar test on the discordant pairs.*", ['paired_memory.csv']))
+        pdf = pd.DataFrame(rows)
+        pdf.to_csv(out / "paired_memory.csv", index=False)
+        secs.append(
+            Section(
+                "Memory vs no memory (paired)",
+                md_table(pdf)
+                + "\n\n*Per task, first attempts with memory against the same tasks without it; exact McNemar test on the discordant pairs.*",
+                ["paired_memory.csv"],
+            )
+        )
     # ContextBench Table 3 layout
-    t3 = pd.DataFrame([{'dataset': ds, 'model': m, 'condition': c} | metrics.contextbench_metrics(g.to_dict('records'))
-                       for (ds, m, c), g in firsts.groupby(['dataset', 'model', 'condition'])])
-    t3.to_csv(out / 'table3_contextbench.csv', index=False)
-    cols = [c for c in ['dataset', 'model', 'condition', 'n', 'patch_na', 'f2p_test_rate', 'f2p_task_rate', 'p2p_test_rate', 'resolved_f2p', 'resolved',
-                        'seconds_mean', 'seconds_median', 'seconds_max', 'tokens_input_mean', 'tokens_output_mean', 'tokens_cache_read_mean', 'cost_per_instance'] if c in t3]
-    secs.append(Section('Accuracy, time and cost (SWE-ContextBench Table 3 layout)', _md_table(t3[cols], '.3f') +
-                        f"\n\n*First attempts per dataset × model × condition ({what}). Cost uses cache-aware prices; undefined when a model's price is unknown.*", ['table3_contextbench.csv']))
+    t3 = pd.DataFrame(
+        [
+            {"dataset": ds, "model": m, "condition": c} | metrics.contextbench_metrics(g.to_dict("records"))
+            for (ds, m, c), g in firsts.groupby(["dataset", "model", "condition"])
+        ]
+    )
+    t3.to_csv(out / "table3_contextbench.csv", index=False)
+    cols = [
+        c
+        for c in [
+            "dataset",
+            "model",
+            "condition",
+            "n",
+            "patch_na",
+            "f2p_test_rate",
+            "f2p_task_rate",
+            "p2p_test_rate",
+            "resolved_f2p",
+            "resolved",
+            "seconds_mean",
+            "seconds_median",
+            "seconds_max",
+            "tokens_input_mean",
+            "tokens_output_mean",
+            "tokens_cache_read_mean",
+            "cost_per_instance",
+        ]
+        if c in t3
+    ]
+    secs.append(
+        Section(
+            "Accuracy, time and cost (SWE-ContextBench Table 3 layout)",
+            md_table(t3[cols], ".3f")
+            + f"\n\n*First attempts per dataset × model × condition ({what}). Cost uses cache-aware prices; undefined when a model's price is unknown.*",
+            ["table3_contextbench.csv"],
+        )
+    )
     return secs
 
 # %% ../nbs/12a_report_results.ipynb #0970fdd1
-def drift_section(out:Path, results:Path) -> Section|None:
+def drift_section(out: Path, results: Path) -> Section | None:
     "Drift by target difficulty for every poisoning run (scripted runs left out), and the authors' published per-pair scores as reference."
-    from swecl import poisoning, datasets
     import shutil
+
+    from swecl import datasets, poisoning
+
     out, parts, files, rows = Path(out), [], [], []
     try:
-        src = datasets.resolve('swe-bench-cl').parent / 'swe-bench-cl-authors' / 'drift_results_by_difficulty.csv'
+        src = datasets.resolve("swe-bench-cl").parent / "swe-bench-cl-authors" / "drift_results_by_difficulty.csv"
         S = poisoning.summarize_drift(pd.read_csv(src))
-        poisoning.drift_figure(S, out / 'drift_authors.png', "Authors' published drift (Gemini 2.0 Flash), n=14")
-        parts.append("**The authors' published per-pair scores** (reference; no noise floor was measured):\n\n" + _md_table(S['by_target'], '.4f') +
-                     "\n\n![authors drift](drift_authors.png)"); files.append('drift_authors.png')
-    except Exception: pass
-    for f in sorted(Path(results).glob('*/poisoning/summary.json')):
+        poisoning.drift_figure(S, out / "drift_authors.png", "Authors' published drift (Gemini 2.0 Flash), n=14")
+        parts.append(
+            "**The authors' published per-pair scores** (reference; no noise floor was measured):\n\n"
+            + md_table(S["by_target"], ".4f")
+            + "\n\n![authors drift](drift_authors.png)"
+        )
+        files.append("drift_authors.png")
+    except Exception:
+        pass
+    for f in sorted(Path(results).glob("*/poisoning/summary.json")):
         sm = json.loads(f.read_text())
-        if sm['config']['model'].startswith('scripted'): continue
-        name = f'drift_{f.parent.parent.name}.png'
-        if (f.parent / 'drift_by_target.png').exists(): shutil.copy(f.parent / 'drift_by_target.png', out / name); files.append(name)
-        bt = pd.DataFrame(sm['by_target'])
-        net = sm.get('net_drift') or {}
-        parts.append(f"**{f.parent.parent.name}**: {sm['config']['model']}, embedder {sm['config']['embedder']}, {sm['n_pairs']} pairs, prompts `{sm['config']['style']}`. "
-                     f"Net drift (minus the noise floor): {_ci(net.get('mean'), net.get('t_low'), net.get('t_high'))}; tests: `{json.dumps(sm['tests'])}`\n\n"
-                     + _md_table(bt, '.4f') + f"\n\n![drift]({name})")
-    if not parts: return None
-    return Section('Prompt-poisoning drift (Figure 2)', '\n\n'.join(parts) + "\n\n*Drift = 1 − cos(emb(clean), emb(poisoned)); bars: mean with 95% t-interval (the authors' method); the table adds BCa bootstrap intervals. Red line: the paper's 0.3 'high drift' threshold.*", files)
+        if sm["config"]["model"].startswith("scripted"):
+            continue
+        name = f"drift_{f.parent.parent.name}.png"
+        if (f.parent / "drift_by_target.png").exists():
+            shutil.copy(f.parent / "drift_by_target.png", out / name)
+            files.append(name)
+        bt = pd.DataFrame(sm["by_target"])
+        net = sm.get("net_drift") or {}
+        parts.append(
+            f"**{f.parent.parent.name}**: {sm['config']['model']}, embedder {sm['config']['embedder']}, {sm['n_pairs']} pairs, prompts `{sm['config']['style']}`. "
+            f"Net drift (minus the noise floor): {_ci(net.get('mean'), net.get('t_low'), net.get('t_high'))}; tests: `{json.dumps(sm['tests'])}`\n\n"
+            + md_table(bt, ".4f")
+            + f"\n\n![drift]({name})"
+        )
+    if not parts:
+        return None
+    return Section(
+        "Prompt-poisoning drift (Figure 2)",
+        "\n\n".join(parts)
+        + "\n\n*Drift = 1 − cos(emb(clean), emb(poisoned)); bars: mean with 95% t-interval (the authors' method); the table adds BCa bootstrap intervals. Red line: the paper's 0.3 'high drift' threshold.*",
+        files,
+    )

@@ -20,8 +20,12 @@ __all__ = ['SAFE_GIT', 'GIT_IDENTITY', 'git', 'git_dir', 'git_in', 'git_show', '
 
 # %% ../nbs/03d_repos.ipynb #e8587624
 SAFE_GIT = "git -c core.fsmonitor=false -c core.hooksPath=/dev/null -c diff.external= -c core.pager=cat"
-GIT_IDENTITY = {"GIT_AUTHOR_NAME": "swecl mini", "GIT_AUTHOR_EMAIL": "mini@swecl.invalid",
-                "GIT_COMMITTER_NAME": "swecl mini", "GIT_COMMITTER_EMAIL": "mini@swecl.invalid"}
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "swecl mini",
+    "GIT_AUTHOR_EMAIL": "mini@swecl.invalid",
+    "GIT_COMMITTER_NAME": "swecl mini",
+    "GIT_COMMITTER_EMAIL": "mini@swecl.invalid",
+}
 
 
 def git(cwd, *args, date=None, input=None) -> str:
@@ -73,8 +77,15 @@ def export_tree(gitdir: Path, commit: str, dest: Path):
 def mirror_candidates(repo: str, folder: Path) -> list[Path]:
     "The places a mirror of `repo` (owner/name) may sit in `folder`, in the order they are tried."
     plus, dunder = repo.replace("/", "+"), repo.replace("/", "__")
-    return [folder / plus, folder / repo, folder / plus / "repo", folder / dunder, folder / dunder / "repo",
-            folder / f"swe-bench+{dunder}" / "repo", folder / f"swe-bench+{dunder}"]
+    return [
+        folder / plus,
+        folder / repo,
+        folder / plus / "repo",
+        folder / dunder,
+        folder / dunder / "repo",
+        folder / f"swe-bench+{dunder}" / "repo",
+        folder / f"swe-bench+{dunder}",
+    ]
 
 # %% ../nbs/03d_repos.ipynb #af01d8cd
 def find_repo(repo: str, mirrors: list) -> Path:
@@ -94,7 +105,10 @@ def find_repo(repo: str, mirrors: list) -> Path:
         r = subprocess.run(["git", "clone", "--bare", "-q", url, str(cached)], capture_output=True, text=True)
     if r.returncode:
         shutil.rmtree(cached, ignore_errors=True)
-        raise SandboxError(f"Repository {repo} is not in the mirror folders ({', '.join(map(str, mirrors)) or 'none'}) and "
-                           f"could not be cloned ({r.stderr.strip()[:120]}); set SWECL_REPO_MIRROR to a folder holding "
-                           f"{repo.replace('/', '+')} or {repo.replace('/', '__')}.", "needs-network")
+        raise SandboxError(
+            f"Repository {repo} is not in the mirror folders ({', '.join(map(str, mirrors)) or 'none'}) and "
+            f"could not be cloned ({r.stderr.strip()[:120]}); set SWECL_REPO_MIRROR to a folder holding "
+            f"{repo.replace('/', '+')} or {repo.replace('/', '__')}.",
+            "needs-network",
+        )
     return cached

@@ -4,9 +4,13 @@
 
 # %% ../nbs/08a_retrieval.ipynb #b60b2afd
 from __future__ import annotations
+
 from dataclasses import dataclass, field
-import numpy as np, pandas as pd
+
+import numpy as np
+import pandas as pd
 from tqdm.auto import tqdm
+
 from .schema import *
 
 # %% auto #0
@@ -17,21 +21,26 @@ __all__ = ['RetrievalSet', 'contextbench_set', 'cl_set', 'rank_metrics', 'bootst
 @dataclass
 class RetrievalSet:
     "Queries, candidates and what is relevant; `candidates[q]` lists candidate indices (None: all)."
+
     benchmark: str
     query_ids: list
     query_texts: list
     item_ids: list
     item_texts: dict  # representation -> list of texts aligned with item_ids
     relevant: dict  # link set -> list (per query) of sets of item indices
-    candidates: list|None = None
+    candidates: list | None = None
     query_repos: list = field(default_factory=list)
     item_repos: list = field(default_factory=list)
+
 
 def _lite_problems() -> dict:
     try:
         from swecl.datasets import load
-        return {t.instance_id: t.problem_statement for t in load('lite').tasks}
-    except Exception: return {}
+
+        return {t.instance_id: t.problem_statement for t in load("lite").tasks}
+    except Exception:
+        return {}
+
 
 def contextbench_set(bench) -> RetrievalSet:
     "SWE-ContextBench related tasks against the experience pool, with the oracle links."
@@ -39,83 +48,145 @@ def contextbench_set(bench) -> RetrievalSet:
     pool = sorted(bench.experiences.values(), key=lambda e: e.task_id)
     idx = {e.task_id: i for i, e in enumerate(pool)}
     tasks = [t for t in bench.tasks if any(l.related_id == t.instance_id for l in bench.links)]
-    rel = {'strong': [], 'all': []}
+    rel = {"strong": [], "all": []}
     for t in tasks:
         ls = [l for l in bench.links if l.related_id == t.instance_id and l.experience_id in idx]
-        rel['all'].append({idx[l.experience_id] for l in ls}); rel['strong'].append({idx[l.experience_id] for l in ls if l.confidence == 'strong'})
-    texts = {'problem': [lite.get(e.task_id, e.problem_statement) for e in pool], 'summary': [e.summary or e.problem_statement for e in pool],
-             'trajectory': [e.trajectory or e.summary for e in pool]}
-    return RetrievalSet(bench.name, [t.instance_id for t in tasks], [t.problem_statement for t in tasks], [e.task_id for e in pool], texts, rel,
-                        None, [t.repo for t in tasks], [e.repo for e in pool])
+        rel["all"].append({idx[l.experience_id] for l in ls})
+        rel["strong"].append({idx[l.experience_id] for l in ls if l.confidence == "strong"})
+    texts = {
+        "problem": [lite.get(e.task_id, e.problem_statement) for e in pool],
+        "summary": [e.summary or e.problem_statement for e in pool],
+        "trajectory": [e.trajectory or e.summary for e in pool],
+    }
+    return RetrievalSet(
+        bench.name,
+        [t.instance_id for t in tasks],
+        [t.problem_statement for t in tasks],
+        [e.task_id for e in pool],
+        texts,
+        rel,
+        None,
+        [t.repo for t in tasks],
+        [e.repo for e in pool],
+    )
+
 
 def cl_set(bench) -> RetrievalSet:
     "SWE-Bench-CL tasks with in-sequence dependencies against the earlier tasks of their sequence."
     items, ids, q_ids, q_texts, cands, rel, repos = [], {}, [], [], [], [], []
     for s in bench.sequences:
         for t in s.tasks:
-            ids[t.instance_id] = len(items); items.append(t)
+            ids[t.instance_id] = len(items)
+            items.append(t)
     for s in bench.sequences:
         for j, t in enumerate(s.tasks):
             earlier = [ids[x.instance_id] for x in s.tasks[:j]]
             r = {ids[d] for d in t.dependencies if d in ids and ids[d] in earlier}
-            if not r: continue
-            q_ids.append(t.instance_id); q_texts.append(t.problem_statement); cands.append(earlier); rel.append(r); repos.append(t.repo)
-    texts = {'problem': [t.problem_statement for t in items], 'solution': [f'{t.problem_statement}\n\n{t.patch}' for t in items]}
-    return RetrievalSet(bench.name, q_ids, q_texts, [t.instance_id for t in items], texts, {'dependencies': rel}, cands, repos, [t.repo for t in items])
+            if not r:
+                continue
+            q_ids.append(t.instance_id)
+            q_texts.append(t.problem_statement)
+            cands.append(earlier)
+            rel.append(r)
+            repos.append(t.repo)
+    texts = {
+        "problem": [t.problem_statement for t in items],
+        "solution": [f"{t.problem_statement}\n\n{t.patch}" for t in items],
+    }
+    return RetrievalSet(
+        bench.name,
+        q_ids,
+        q_texts,
+        [t.instance_id for t in items],
+        texts,
+        {"dependencies": rel},
+        cands,
+        repos,
+        [t.repo for t in items],
+    )
 
 # %% ../nbs/08a_retrieval.ipynb #87d3cf89
-def rank_metrics(scores:np.ndarray, relevant:list, candidates:list|None=None, ks=(1, 5, 10)) -> pd.DataFrame:
+def rank_metrics(scores: np.ndarray, relevant: list, candidates: list | None = None, ks=(1, 5, 10)) -> pd.DataFrame:
     "Per-query recall@k and reciprocal rank from a (queries × items) score matrix."
     rows = []
     for qi, rel in enumerate(relevant):
-        if not rel: continue
-        cand = np.arange(scores.shape[1]) if candidates is None or candidates[qi] is None else np.asarray(candidates[qi])
-        order = cand[np.argsort(-scores[qi, cand], kind='stable')]
+        if not rel:
+            continue
+        cand = (
+            np.arange(scores.shape[1]) if candidates is None or candidates[qi] is None else np.asarray(candidates[qi])
+        )
+        order = cand[np.argsort(-scores[qi, cand], kind="stable")]
         ranks = [int(np.flatnonzero(order == r)[0]) + 1 for r in rel if r in set(order.tolist())]
-        row = {f'recall@{k}': sum(r <= k for r in ranks) / len(rel) for k in ks}
-        row['mrr'] = 1 / min(ranks) if ranks else 0.0
+        row = {f"recall@{k}": sum(r <= k for r in ranks) / len(rel) for k in ks}
+        row["mrr"] = 1 / min(ranks) if ranks else 0.0
         rows.append(row)
     return pd.DataFrame(rows)
 
-def bootstrap_means(df:pd.DataFrame, n_resamples:int=1000, seed:int=0, alpha:float=0.05) -> dict:
+
+def bootstrap_means(df: pd.DataFrame, n_resamples: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:
     "Percentile bootstrap CIs of each column's mean, resampling queries."
     rng = np.random.default_rng(seed)
-    X = df.to_numpy(float); n = len(X)
-    if n == 0: return {}
+    X = df.to_numpy(float)
+    n = len(X)
+    if n == 0:
+        return {}
     means = X[rng.integers(0, n, (n_resamples, n))].mean(axis=1)
     lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2], axis=0)
     return {c: (float(l), float(h)) for c, l, h in zip(df.columns, lo, hi)}
 
 # %% ../nbs/08a_retrieval.ipynb #cc91ef64
-def study_rows(rs:RetrievalSet, embedder, n_resamples:int=1000, seed:int=0, progress:bool=False) -> list:
+def study_rows(rs: RetrievalSet, embedder, n_resamples: int = 1000, seed: int = 0, progress: bool = False) -> list:
     "One row per representation × filter × link set of one retrieval set and one embedder."
     q = embedder.encode(rs.query_texts, progress=progress)
     rows = []
     for rep, texts in rs.item_texts.items():
         S = q @ embedder.encode(texts, progress=progress).T
-        filters = {'sequence': rs.candidates} if rs.candidates is not None else {
-            'none': None, 'same-repo': [[i for i, r in enumerate(rs.item_repos) if r == qr] for qr in rs.query_repos]}
+        filters = (
+            {"sequence": rs.candidates}
+            if rs.candidates is not None
+            else {
+                "none": None,
+                "same-repo": [[i for i, r in enumerate(rs.item_repos) if r == qr] for qr in rs.query_repos],
+            }
+        )
         for fname, cands in filters.items():
             for lname, rel in rs.relevant.items():
                 m = rank_metrics(S, rel, cands)
                 ci = bootstrap_means(m, n_resamples, seed)
-                row = {'benchmark': rs.benchmark, 'embedder': embedder.name, 'representation': rep, 'filter': fname, 'links': lname, 'n': len(m)}
-                for c in m.columns: row[c] = float(m[c].mean()); row[f'{c}_lo'], row[f'{c}_hi'] = ci[c]
+                row = {
+                    "benchmark": rs.benchmark,
+                    "embedder": embedder.name,
+                    "representation": rep,
+                    "filter": fname,
+                    "links": lname,
+                    "n": len(m),
+                }
+                for c in m.columns:
+                    row[c] = float(m[c].mean())
+                    row[f"{c}_lo"], row[f"{c}_hi"] = ci[c]
                 rows.append(row)
     return rows
 
-def retrieval_study(embedders:list, sets:list, n_resamples:int=1000, seed:int=0, progress:bool=True) -> pd.DataFrame:
+
+def retrieval_study(
+    embedders: list, sets: list, n_resamples: int = 1000, seed: int = 0, progress: bool = True
+) -> pd.DataFrame:
     "The retrieval-quality table for every embedder over every retrieval set."
     rows = []
-    for e in tqdm(embedders, desc='retrieval study', disable=not progress):
-        for rs in sets: rows += study_rows(rs, e, n_resamples, seed)
+    for e in tqdm(embedders, desc="retrieval study", disable=not progress):
+        for rs in sets:
+            rows += study_rows(rs, e, n_resamples, seed)
     return pd.DataFrame(rows)
 
-def default_sets(contextbench:str='contextbench-lite', cl:str='swe-bench-cl') -> list:
+
+def default_sets(contextbench: str = "contextbench-lite", cl: str = "swe-bench-cl") -> list:
     "The two retrieval sets from the offline data (whichever can be loaded)."
     from swecl.datasets import load
+
     out = []
     for name, make in ((contextbench, contextbench_set), (cl, cl_set)):
-        try: out.append(make(load(name)))
-        except DatasetError as e: print(f'skipped {name}: {e}')
+        try:
+            out.append(make(load(name)))
+        except DatasetError as e:
+            print(f"skipped {name}: {e}")
     return out

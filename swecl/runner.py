@@ -4,15 +4,24 @@
 
 # %% ../nbs/11_runner.ipynb #d1af1ba0
 from __future__ import annotations
-import hashlib, json, os, re, subprocess, sys, time
-from dataclasses import dataclass, field, asdict, fields
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+
 import yaml
 from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
-from .schema import *
+
 from .agent import append_jsonl
 from .core import package_file
+from .schema import *
 
 # %% auto #0
 __all__ = ['PLAN_KEYS', 'RunError', 'Cell', 'configured_models', 'load_plan', 'expand', 'config_diff', 'repair_jsonl',
@@ -22,288 +31,488 @@ __all__ = ['PLAN_KEYS', 'RunError', 'Cell', 'configured_models', 'load_plan', 'e
 class RunError(RuntimeError):
     "A plan or cell cannot be run as asked; one sentence."
 
+
 @dataclass
 class Cell:
     experiment: str
     dataset: str
     sequence_id: str
     model: str
-    memory: str = 'none'  # none | auto | tool | oracle
-    content: str = 'summary'  # summary | trajectory
+    memory: str = "none"  # none | auto | tool | oracle
+    content: str = "summary"  # summary | trajectory
     seed: int = 0
-    schedule: str = 'final'
+    schedule: str = "final"
     n_samples: int = 1
     max_steps: int = 40
-    max_cost: float|None = None
-    max_seconds: float|None = None
-    sandbox: str = 'local'
-    embedder: str = 'hashing'
+    max_cost: float | None = None
+    max_seconds: float | None = None
+    sandbox: str = "local"
+    embedder: str = "hashing"
     k: int = 3
     max_context_tokens: int = 2000
     exclude_self: bool = True  # re-tests never see the task's own memory entry
-    max_tasks: int|None = None  # only the first n tasks of the sequence (smoke runs)
+    max_tasks: int | None = None  # only the first n tasks of the sequence (smoke runs)
 
     @property
     def id(self) -> str:
-        slug = lambda s: re.sub(r'[^A-Za-z0-9._]+', '-', str(s)).strip('-')[:60]
-        cond = 'nomem' if self.memory == 'none' else f'{self.memory}-{self.content}'
-        kind, _, rest = self.model.partition(':')
-        model = f'{kind}-{Path(rest).name}' if kind in ('scripted', 'replay', 'llamacpp') and rest else self.model  # a file: its name
-        return f'{slug(self.sequence_id)}__{slug(model)}__{cond}__s{self.seed}'
-    def config(self) -> dict: return asdict(self)
+        slug = lambda s: re.sub(r"[^A-Za-z0-9._]+", "-", str(s)).strip("-")[:60]
+        cond = "nomem" if self.memory == "none" else f"{self.memory}-{self.content}"
+        kind, _, rest = self.model.partition(":")
+        model = (
+            f"{kind}-{Path(rest).name}" if kind in ("scripted", "replay", "llamacpp") and rest else self.model
+        )  # a file: its name
+        return f"{slug(self.sequence_id)}__{slug(model)}__{cond}__s{self.seed}"
+
+    def config(self) -> dict:
+        return asdict(self)
 
 # %% ../nbs/11_runner.ipynb #436711ae
-PLAN_KEYS = {'experiment', 'dataset', 'sequences', 'models', 'conditions', 'seeds', 'schedule', 'n_samples', 'budget', 'sandbox', 'embedder',
-             'k', 'max_context_tokens', 'max_tasks', 'exclude_self', 'validate', 'retrieval_study', 'workers'}
+PLAN_KEYS = {
+    "experiment",
+    "dataset",
+    "sequences",
+    "models",
+    "conditions",
+    "seeds",
+    "schedule",
+    "n_samples",
+    "budget",
+    "sandbox",
+    "embedder",
+    "k",
+    "max_context_tokens",
+    "max_tasks",
+    "exclude_self",
+    "validate",
+    "retrieval_study",
+    "workers",
+}
+
 
 def configured_models() -> list:
     "The model registry strings this machine is configured for (environment variables), possibly none."
     out = []
-    if os.environ.get('SWECL_MODEL'): out.append(os.environ['SWECL_MODEL'])
-    if os.environ.get('ANTHROPIC_API_KEY'): out.append(f"anthropic:{os.environ.get('SWECL_ANTHROPIC_MODEL', 'claude-sonnet-4-5')}")
+    if os.environ.get("SWECL_MODEL"):
+        out.append(os.environ["SWECL_MODEL"])
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        out.append(f"anthropic:{os.environ.get('SWECL_ANTHROPIC_MODEL', 'claude-sonnet-4-5')}")
     return list(dict.fromkeys(out))
+
 
 def load_plan(plan) -> dict:
     "A plan dict from a YAML path, a name under data/plans, or a dict; unknown keys are refused."
     if isinstance(plan, (str, Path)):
         p = Path(plan)
         if not p.exists():
-            p = package_file('plans', f'{plan}.yaml')
-        if not p.exists(): raise RunError(f"Plan {plan} is neither a file nor a plan under data/plans; give a YAML path.")
+            p = package_file("plans", f"{plan}.yaml")
+        if not p.exists():
+            raise RunError(f"Plan {plan} is neither a file nor a plan under data/plans; give a YAML path.")
         plan = yaml.safe_load(p.read_text()) or {}
     unknown = set(plan) - PLAN_KEYS
-    if unknown: raise RunError(f"Unknown plan key(s) {', '.join(sorted(unknown))}; known keys: {', '.join(sorted(PLAN_KEYS))}.")
-    for k in ('experiment', 'dataset'):
-        if not plan.get(k): raise RunError(f"The plan needs '{k}'.")
+    if unknown:
+        raise RunError(f"Unknown plan key(s) {', '.join(sorted(unknown))}; known keys: {', '.join(sorted(PLAN_KEYS))}.")
+    for k in ("experiment", "dataset"):
+        if not plan.get(k):
+            raise RunError(f"The plan needs '{k}'.")
     return plan
+
 
 def expand(plan, bench=None) -> list:
     "Cells of a plan: sequence × model × condition × seed."
     plan = load_plan(plan)
     if bench is None:
         from swecl.datasets import load
-        bench = load(plan['dataset'])
-    seqs = plan.get('sequences', 'all')
-    seq_ids = [s.id for s in bench.sequences] if seqs in (None, 'all') else list(seqs)
+
+        bench = load(plan["dataset"])
+    seqs = plan.get("sequences", "all")
+    seq_ids = [s.id for s in bench.sequences] if seqs in (None, "all") else list(seqs)
     missing = [s for s in seq_ids if s not in {x.id for x in bench.sequences}]
-    if missing: raise RunError(f"Sequence(s) {', '.join(missing)} are not in {plan['dataset']}; list them with swecl stats --dataset {plan['dataset']}.")
+    if missing:
+        raise RunError(
+            f"Sequence(s) {', '.join(missing)} are not in {plan['dataset']}; list them with swecl stats --dataset {plan['dataset']}."
+        )
     models = []
-    for m in plan.get('models') or ['configured']: models += configured_models() if m == 'configured' else [m]
-    b = plan.get('budget') or {}
+    for m in plan.get("models") or ["configured"]:
+        models += configured_models() if m == "configured" else [m]
+    b = plan.get("budget") or {}
     cells = []
     for sid in seq_ids:
         for m in dict.fromkeys(models):
-            for c in plan.get('conditions') or [{'memory': 'none'}]:
-                for seed in plan.get('seeds') or [0]:
-                    cells.append(Cell(plan['experiment'], plan['dataset'], sid, m, c.get('memory', 'none'), c.get('content', 'summary'), seed,
-                                      plan.get('schedule', 'final'), plan.get('n_samples', 1), b.get('max_steps', 40), b.get('max_cost'),
-                                      b.get('max_seconds'), plan.get('sandbox', 'local'), plan.get('embedder', 'hashing'), plan.get('k', 3),
-                                      plan.get('max_context_tokens', 2000), plan.get('exclude_self', True), plan.get('max_tasks')))
+            for c in plan.get("conditions") or [{"memory": "none"}]:
+                for seed in plan.get("seeds") or [0]:
+                    cells.append(
+                        Cell(
+                            plan["experiment"],
+                            plan["dataset"],
+                            sid,
+                            m,
+                            c.get("memory", "none"),
+                            c.get("content", "summary"),
+                            seed,
+                            plan.get("schedule", "final"),
+                            plan.get("n_samples", 1),
+                            b.get("max_steps", 40),
+                            b.get("max_cost"),
+                            b.get("max_seconds"),
+                            plan.get("sandbox", "local"),
+                            plan.get("embedder", "hashing"),
+                            plan.get("k", 3),
+                            plan.get("max_context_tokens", 2000),
+                            plan.get("exclude_self", True),
+                            plan.get("max_tasks"),
+                        )
+                    )
     return cells
 
 # %% ../nbs/11_runner.ipynb #291002ac
-def _git_commit() -> str|None:
+def _git_commit() -> str | None:
     from swecl.datasets import PROJECT_ROOT
-    r = subprocess.run(['git', '-C', str(PROJECT_ROOT), 'rev-parse', 'HEAD'], capture_output=True, text=True)
+
+    r = subprocess.run(["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
     return r.stdout.strip() if r.returncode == 0 else None
 
-def config_diff(new:dict, old:dict) -> list:
+
+def config_diff(new: dict, old: dict) -> list:
     "The keys whose values differ between two configurations (either side may lack a key)."
     return sorted(k for k in set(new) | set(old) if new.get(k) != old.get(k))
 
-def repair_jsonl(path:Path) -> list:
+
+def repair_jsonl(path: Path) -> list:
     "Records of a JSON-lines file; a torn last line (a crash mid-append) is cut off the file."
-    if not path.exists(): return []
+    if not path.exists():
+        return []
     data = path.read_bytes()
     good, out, pos = 0, [], 0
-    for line in data.split(b'\n'):
+    for line in data.split(b"\n"):
         end = pos + len(line) + 1
         if line.strip():
-            try: out.append(json.loads(line)); good = min(end, len(data))
-            except json.JSONDecodeError: break
-        else: good = min(end, len(data)) if not out or good == pos else good
+            try:
+                out.append(json.loads(line))
+                good = min(end, len(data))
+            except json.JSONDecodeError:
+                break
+        else:
+            good = min(end, len(data)) if not out or good == pos else good
         pos = end
     if good < len(data):
-        with open(path, 'r+b') as f: f.truncate(good)
+        with open(path, "r+b") as f:
+            f.truncate(good)
     return out
 
+
 class CellStore:
-    def __init__(self, out:str|Path, cell:Cell, dataset_sha256:str|None=None):
+    def __init__(self, out: str | Path, cell: Cell, dataset_sha256: str | None = None):
         self.cell, self.dir = cell, Path(out) / cell.experiment / cell.id
         self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / 'trajectories').mkdir(exist_ok=True)
-        self.lock = FileLock(str(self.dir / '.lock'))
-        try: self.lock.acquire(timeout=0)
-        except Timeout: raise RunError(f"Cell {cell.id} is being written by another process (lock {self.dir / '.lock'}); wait for it or stop it.") from None
-        try: self._manifest(dataset_sha256)
-        except Exception: self.lock.release(); raise
-        self.attempts = repair_jsonl(self.dir / 'attempts.jsonl')
-        repair_jsonl(self.dir / 'predictions.jsonl')
+        (self.dir / "trajectories").mkdir(exist_ok=True)
+        self.lock = FileLock(str(self.dir / ".lock"))
+        try:
+            self.lock.acquire(timeout=0)
+        except Timeout:
+            raise RunError(
+                f"Cell {cell.id} is being written by another process (lock {self.dir / '.lock'}); wait for it or stop it."
+            ) from None
+        try:
+            self._manifest(dataset_sha256)
+        except Exception:
+            self.lock.release()
+            raise
+        self.attempts = repair_jsonl(self.dir / "attempts.jsonl")
+        repair_jsonl(self.dir / "predictions.jsonl")
 
     def _manifest(self, sha):
-        m = self.dir / 'manifest.json'
+        m = self.dir / "manifest.json"
         cfg = self.cell.config()
         if m.exists():
-            old = json.loads(m.read_text())['config']
-            if (diff := config_diff(cfg, old)): raise RunError(f"Cell {self.cell.id} of experiment {self.cell.experiment} was run with a different configuration ({', '.join(diff)}); "
-                                    "use a new experiment name or delete the cell folder.")
+            old = json.loads(m.read_text())["config"]
+            if diff := config_diff(cfg, old):
+                raise RunError(
+                    f"Cell {self.cell.id} of experiment {self.cell.experiment} was run with a different configuration ({', '.join(diff)}); "
+                    "use a new experiment name or delete the cell folder."
+                )
             return
         from swecl import __version__
-        m.write_text(json.dumps({'config': cfg, 'dataset_sha256': sha, 'swecl_version': __version__, 'git_commit': _git_commit(),
-                                 'started': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), 'python': sys.version.split()[0]}, indent=1))
 
-    def done(self) -> set: return {(a['kind'], a.get('i'), a['j'], a.get('sample', 0)) for a in self.attempts}
-    def add(self, attempt:dict):
-        append_jsonl(self.dir / 'attempts.jsonl', attempt); self.attempts.append(attempt)
-    def predict(self, instance_id:str, model:str, patch:str):
-        append_jsonl(self.dir / 'predictions.jsonl', {'instance_id': instance_id, 'model_name_or_path': model, 'model_patch': patch})
-    def close(self): self.lock.release()
-    def __enter__(self): return self
-    def __exit__(self, *a): self.close()
+        m.write_text(
+            json.dumps(
+                {
+                    "config": cfg,
+                    "dataset_sha256": sha,
+                    "swecl_version": __version__,
+                    "git_commit": _git_commit(),
+                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "python": sys.version.split()[0],
+                },
+                indent=1,
+            )
+        )
+
+    def done(self) -> set:
+        return {(a["kind"], a.get("i"), a["j"], a.get("sample", 0)) for a in self.attempts}
+
+    def add(self, attempt: dict):
+        append_jsonl(self.dir / "attempts.jsonl", attempt)
+        self.attempts.append(attempt)
+
+    def predict(self, instance_id: str, model: str, patch: str):
+        append_jsonl(
+            self.dir / "predictions.jsonl",
+            {"instance_id": instance_id, "model_name_or_path": model, "model_patch": patch},
+        )
+
+    def close(self):
+        self.lock.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
 
 # %% ../nbs/11_runner.ipynb #e3a94629
 def _is_language_model(model) -> bool:
-    return not (getattr(model, 'name', '').startswith(('scripted', 'replay')))
+    return not (getattr(model, "name", "").startswith(("scripted", "replay")))
 
-def _experience(task:Task, r:dict, cell:Cell, pos:int, model, traj_path:Path|None) -> Experience:
-    from swecl.memory import summarize, trajectory_text
+
+def _experience(task: Task, r: dict, cell: Cell, pos: int, model, traj_path: Path | None) -> Experience:
     from swecl.agent import read_trajectory
-    traj = trajectory_text(read_trajectory(traj_path)) if traj_path and traj_path.exists() else ''
-    e = Experience(task.instance_id, task.repo, task.problem_statement, '', r.get('patch', ''), traj, cell.sequence_id, pos, bool(r['resolved']),
-                   r.get('tool_counts', {}), r.get('usage', {}), r.get('seconds'), 'agent')
-    if _is_language_model(model) and cell.memory != 'none':
-        try: e.summary = summarize(model, e)
-        except Exception as ex: e.summary = ''; e.source = f'agent (summary failed: {type(ex).__name__})'
+    from swecl.memory import summarize, trajectory_text
+
+    traj = trajectory_text(read_trajectory(traj_path)) if traj_path and traj_path.exists() else ""
+    e = Experience(
+        task.instance_id,
+        task.repo,
+        task.problem_statement,
+        "",
+        r.get("patch", ""),
+        traj,
+        cell.sequence_id,
+        pos,
+        bool(r["resolved"]),
+        r.get("tool_counts", {}),
+        r.get("usage", {}),
+        r.get("seconds"),
+        "agent",
+    )
+    if _is_language_model(model) and cell.memory != "none":
+        try:
+            e.summary = summarize(model, e)
+        except Exception as ex:
+            e.summary = ""
+            e.source = f"agent (summary failed: {type(ex).__name__})"
     if not e.summary:
-        files = ', '.join(sorted(set(re.findall(r'^diff --git a/(\S+)', e.patch, re.M)))) or 'none'
-        e.summary = (f"Task {task.instance_id}: {task.problem_statement.strip().splitlines()[0][:200]}\n"
-                     f"Outcome: {'resolved' if e.success else 'not resolved'}. Files changed: {files}.")
-        e.source = 'agent (template summary)'
+        files = ", ".join(sorted(set(re.findall(r"^diff --git a/(\S+)", e.patch, re.M)))) or "none"
+        e.summary = (
+            f"Task {task.instance_id}: {task.problem_statement.strip().splitlines()[0][:200]}\n"
+            f"Outcome: {'resolved' if e.success else 'not resolved'}. Files changed: {files}."
+        )
+        e.source = "agent (template summary)"
     return e
 
-def _attempt_record(cell:Cell, task:Task, kind:str, i:int, j:int, sample:int, n:int, r:dict, retrieved:list) -> dict:
-    return {'sequence_id': cell.sequence_id, 'instance_id': task.instance_id, 'kind': kind, 'i': i, 'j': j, 'sample': sample, 'n_tasks': n,
-            'resolved': r['resolved'], 'f2p_resolved': r['f2p_resolved'], 'patch_applied': r['patch_applied'],
-            'f2p_passed': r['f2p'][0], 'f2p_total': r['f2p'][1], 'p2p_passed': r['p2p'][0], 'p2p_total': r['p2p'][1],
-            'exit_reason': r['exit_reason'], 'steps': r['steps'], 'tool_counts': r['tool_counts'], 'usage': r['usage'], 'cost': r['cost'],
-            'seconds': r['seconds'], 'agent_seconds': r['agent_seconds'], 'error': r['error'], 'infra_reason': r['infra_reason'],
-            'retrieved': retrieved, 'patch': r['patch'], 'trajectory': r['trajectory'], 'model': cell.model, 'memory': cell.memory,
-            'content': cell.content, 'seed': cell.seed, 'time': time.time()}
 
-def run_cell(cell:Cell|dict, out:str|Path='results', progress:bool=True, model=None, sandbox=None, bench=None) -> dict:
+def _attempt_record(
+    cell: Cell, task: Task, kind: str, i: int, j: int, sample: int, n: int, r: dict, retrieved: list
+) -> dict:
+    return {
+        "sequence_id": cell.sequence_id,
+        "instance_id": task.instance_id,
+        "kind": kind,
+        "i": i,
+        "j": j,
+        "sample": sample,
+        "n_tasks": n,
+        "resolved": r["resolved"],
+        "f2p_resolved": r["f2p_resolved"],
+        "patch_applied": r["patch_applied"],
+        "f2p_passed": r["f2p"][0],
+        "f2p_total": r["f2p"][1],
+        "p2p_passed": r["p2p"][0],
+        "p2p_total": r["p2p"][1],
+        "exit_reason": r["exit_reason"],
+        "steps": r["steps"],
+        "tool_counts": r["tool_counts"],
+        "usage": r["usage"],
+        "cost": r["cost"],
+        "seconds": r["seconds"],
+        "agent_seconds": r["agent_seconds"],
+        "error": r["error"],
+        "infra_reason": r["infra_reason"],
+        "retrieved": retrieved,
+        "patch": r["patch"],
+        "trajectory": r["trajectory"],
+        "model": cell.model,
+        "memory": cell.memory,
+        "content": cell.content,
+        "seed": cell.seed,
+        "time": time.time(),
+    }
+
+
+def run_cell(
+    cell: Cell | dict, out: str | Path = "results", progress: bool = True, model=None, sandbox=None, bench=None
+) -> dict:
     "Run (or resume) one cell; returns a summary."
     from swecl import datasets, metrics
-    from swecl.agent import solve, AgentConfig
+    from swecl.agent import AgentConfig, solve
     from swecl.memory import Memory, MemorySetting, MemoryStore, make_embedder
     from swecl.models import make_model
     from swecl.sandbox import sandbox_for
+
     cell = Cell(**cell) if isinstance(cell, dict) else cell
     bench = bench or datasets.load(cell.dataset)
     seq = next((s for s in bench.sequences if s.id == cell.sequence_id), None)
-    if seq is None: raise RunError(f"Sequence {cell.sequence_id} is not in {cell.dataset}.")
-    tasks = seq.tasks[:cell.max_tasks] if cell.max_tasks else seq.tasks
+    if seq is None:
+        raise RunError(f"Sequence {cell.sequence_id} is not in {cell.dataset}.")
+    tasks = seq.tasks[: cell.max_tasks] if cell.max_tasks else seq.tasks
     n = len(tasks)
     model = model or make_model(cell.model)
     sandbox = sandbox or sandbox_for(cell.sandbox, bench)
     setting = MemorySetting(cell.memory, cell.content, cell.k, cell.max_context_tokens)
     with CellStore(out, cell, bench.sha256) as st:
-        store = MemoryStore(st.dir / 'memory', make_embedder(cell.embedder), cell.content) if cell.memory != 'none' else None
-        if store is not None and getattr(bench, 'experiences', None) and not len(store):
-            store.add(sorted(bench.experiences.values(), key=lambda e: e.task_id), progress=progress)  # SWE-ContextBench: the pool
-        mem = Memory(setting, store, getattr(bench, 'links', None) or None)
+        store = (
+            MemoryStore(st.dir / "memory", make_embedder(cell.embedder), cell.content)
+            if cell.memory != "none"
+            else None
+        )
+        if store is not None and getattr(bench, "experiences", None) and not len(store):
+            store.add(
+                sorted(bench.experiences.values(), key=lambda e: e.task_id), progress=progress
+            )  # SWE-ContextBench: the pool
+        mem = Memory(setting, store, getattr(bench, "links", None) or None)
         done = st.done()
-        plan = [('first', i, i, s) for i in range(1, n + 1) for s in range(cell.n_samples)]
+        plan = [("first", i, i, s) for i in range(1, n + 1) for s in range(cell.n_samples)]
         retests = metrics.retest_plan(cell.schedule, n)
         order = []
         for i in range(1, n + 1):
-            order += [a for a in plan if a[1] == i] + [('retest', i, j, s) for j in retests.get(i, []) for s in range(cell.n_samples)]
+            order += [a for a in plan if a[1] == i] + [
+                ("retest", i, j, s) for j in retests.get(i, []) for s in range(cell.n_samples)
+            ]
         # memory entries of finished first attempts that a crash kept out of the store
         if store is not None:
             have = {e.task_id for e in store.records}
             for a in st.attempts:
-                if a['kind'] == 'first' and a.get('sample', 0) == 0 and a['instance_id'] not in have:
-                    t = tasks[a['j'] - 1]
-                    mem.remember(_experience(t, a, cell, a['j'], model, Path(a['trajectory']) if a.get('trajectory') else None)); have.add(t.instance_id)
+                if a["kind"] == "first" and a.get("sample", 0) == 0 and a["instance_id"] not in have:
+                    t = tasks[a["j"] - 1]
+                    mem.remember(
+                        _experience(t, a, cell, a["j"], model, Path(a["trajectory"]) if a.get("trajectory") else None)
+                    )
+                    have.add(t.instance_id)
         cfg = AgentConfig(max_steps=cell.max_steps, max_cost=cell.max_cost, max_seconds=cell.max_seconds)
         todo = [a for a in order if a not in done]
-        for kind, i, j, s in tqdm(todo, desc=cell.id[:50], disable=not progress, unit='attempt'):
+        for kind, i, j, s in tqdm(todo, desc=cell.id[:50], disable=not progress, unit="attempt"):
             t = tasks[j - 1]
-            exclude = {t.instance_id} if (kind == 'retest' and cell.exclude_self) else set()
+            exclude = {t.instance_id} if (kind == "retest" and cell.exclude_self) else set()
             ctx, retrieved = mem.context_for(t, exclude, cell.sequence_id)
-            extra = [mem.tool(t)] if cell.memory == 'tool' else None
-            traj = st.dir / 'trajectories' / f'{kind}-i{i}-j{j}-s{s}.jsonl'
+            extra = [mem.tool(t)] if cell.memory == "tool" else None
+            traj = st.dir / "trajectories" / f"{kind}-i{i}-j{j}-s{s}.jsonl"
             traj.unlink(missing_ok=True)  # an unfinished attempt starts over
-            r = solve(t, model, sandbox, cfg, ctx or None, traj, log_dir=st.dir / 'logs', extra_tools=extra)
-            if cell.memory == 'tool': retrieved = [h for hits in mem.tool_hits for h in hits]
+            r = solve(t, model, sandbox, cfg, ctx or None, traj, log_dir=st.dir / "logs", extra_tools=extra)
+            if cell.memory == "tool":
+                retrieved = [h for hits in mem.tool_hits for h in hits]
             rec = _attempt_record(cell, t, kind, i, j, s, n, r, retrieved)
             st.add(rec)
-            if kind == 'first' and s == 0:
-                st.predict(t.instance_id, cell.model, r['patch'])
-                if store is not None: mem.remember(_experience(t, rec, cell, j, model, traj))
-        firsts = [a for a in st.attempts if a['kind'] == 'first']
-        return {'cell': cell.id, 'dir': str(st.dir), 'attempts': len(st.attempts), 'new': len(todo), 'n_tasks': n,
-                'resolved_first': sum(bool(a['resolved']) for a in firsts), 'memory': len(store) if store is not None else 0}
+            if kind == "first" and s == 0:
+                st.predict(t.instance_id, cell.model, r["patch"])
+                if store is not None:
+                    mem.remember(_experience(t, rec, cell, j, model, traj))
+        firsts = [a for a in st.attempts if a["kind"] == "first"]
+        return {
+            "cell": cell.id,
+            "dir": str(st.dir),
+            "attempts": len(st.attempts),
+            "new": len(todo),
+            "n_tasks": n,
+            "resolved_first": sum(bool(a["resolved"]) for a in firsts),
+            "memory": len(store) if store is not None else 0,
+        }
 
 # %% ../nbs/11_runner.ipynb #03fa3dc9
-def _run_cell_safe(cfg:dict, out:str) -> dict:
-    try: return run_cell(Cell(**cfg), out, progress=False)
-    except Exception as e: return {'cell': Cell(**cfg).id, 'error': f'{type(e).__name__}: {e}'}
+def _run_cell_safe(cfg: dict, out: str) -> dict:
+    try:
+        return run_cell(Cell(**cfg), out, progress=False)
+    except Exception as e:
+        return {"cell": Cell(**cfg).id, "error": f"{type(e).__name__}: {e}"}
 
-def run_plan(plan, out:str|Path='results', workers:int=1, engine:str='local', progress:bool=True) -> list:
+
+def run_plan(plan, out: str | Path = "results", workers: int = 1, engine: str = "local", progress: bool = True) -> list:
     "Run every cell of a plan; returns one summary per cell (with 'error' for cells that failed)."
     cells = expand(plan)
-    if not cells: return []
+    if not cells:
+        return []
     cfgs = [c.config() for c in cells]
-    if engine == 'ray':
-        try: import ray
-        except ImportError: raise RunError("The Ray engine needs the optional extra: pip install 'swecl[ray]'.") from None
-        if not ray.is_initialized(): ray.init(address=os.environ.get('RAY_ADDRESS'), ignore_reinit_error=True, log_to_driver=False)
-        task = ray.remote(max_retries=2, retry_exceptions=True)(lambda cfg, out: run_cell(Cell(**cfg), out, progress=False))
+    if engine == "ray":
+        try:
+            import ray
+        except ImportError:
+            raise RunError("The Ray engine needs the optional extra: pip install 'swecl[ray]'.") from None
+        if not ray.is_initialized():
+            ray.init(address=os.environ.get("RAY_ADDRESS"), ignore_reinit_error=True, log_to_driver=False)
+        task = ray.remote(max_retries=2, retry_exceptions=True)(
+            lambda cfg, out: run_cell(Cell(**cfg), out, progress=False)
+        )
         refs = {task.remote(c, str(out)): c for c in cfgs}
         res = []
-        with tqdm(total=len(refs), desc='cells', disable=not progress) as bar:
+        with tqdm(total=len(refs), desc="cells", disable=not progress) as bar:
             pending = list(refs)
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)
-                try: res.append(ray.get(ready[0]))
-                except Exception as e: res.append({'cell': Cell(**refs[ready[0]]).id, 'error': f'{type(e).__name__}: {e}'})
+                try:
+                    res.append(ray.get(ready[0]))
+                except Exception as e:
+                    res.append({"cell": Cell(**refs[ready[0]]).id, "error": f"{type(e).__name__}: {e}"})
                 bar.update(1)
         return res
-    if engine != 'local': raise RunError(f"Unknown engine {engine!r}; use local or ray.")
+    if engine != "local":
+        raise RunError(f"Unknown engine {engine!r}; use local or ray.")
     if workers <= 1:
-        return [_run_cell_safe(c, str(out)) for c in tqdm(cfgs, desc='cells', disable=not progress)]
+        return [_run_cell_safe(c, str(out)) for c in tqdm(cfgs, desc="cells", disable=not progress)]
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
+
     res = []
-    with ProcessPoolExecutor(workers, mp_context=mp.get_context('spawn')) as ex:
+    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
         futs = [ex.submit(_run_cell_safe, c, str(out)) for c in cfgs]
-        for f in tqdm(as_completed(futs), total=len(futs), desc='cells', disable=not progress): res.append(f.result())
+        for f in tqdm(as_completed(futs), total=len(futs), desc="cells", disable=not progress):
+            res.append(f.result())
     return res
 
 # %% ../nbs/11_runner.ipynb #cb3b4cf7
-def run_experiment(plan, out:str|Path='results', workers:int=1, engine:str='local', progress:bool=True) -> dict:
+def run_experiment(
+    plan, out: str | Path = "results", workers: int = 1, engine: str = "local", progress: bool = True
+) -> dict:
     "Validation, retrieval study and agent cells of a plan, into `out/<experiment>/`."
     plan = load_plan(plan)
-    exp = Path(out) / plan['experiment']; exp.mkdir(parents=True, exist_ok=True)
-    summary = {'experiment': plan['experiment'], 'dir': str(exp)}
-    if plan.get('validate'):
-        from swecl import grading, datasets
+    exp = Path(out) / plan["experiment"]
+    exp.mkdir(parents=True, exist_ok=True)
+    summary = {"experiment": plan["experiment"], "dir": str(exp)}
+    if plan.get("validate"):
+        from swecl import datasets, grading
         from swecl.sandbox import sandbox_for
-        b = datasets.load(plan['dataset'])
-        sb = sandbox_for(plan.get('sandbox', 'local'), b)
-        recs, rows = grading.validate_policies(b.tasks, sb, log_dir=exp / 'validation-logs', progress=progress)
-        (exp / 'validation.json').write_text(json.dumps({'dataset': plan['dataset'], 'sandbox': plan.get('sandbox', 'local'), 'records': recs}, indent=1))
-        summary['validation'] = {'n': len(recs), 'as_expected': sum(r['expected'] for r in rows)}
-    if plan.get('retrieval_study'):
-        from swecl import retrieval, memory
+
+        b = datasets.load(plan["dataset"])
+        sb = sandbox_for(plan.get("sandbox", "local"), b)
+        recs, rows = grading.validate_policies(b.tasks, sb, log_dir=exp / "validation-logs", progress=progress)
+        (exp / "validation.json").write_text(
+            json.dumps({"dataset": plan["dataset"], "sandbox": plan.get("sandbox", "local"), "records": recs}, indent=1)
+        )
+        summary["validation"] = {"n": len(recs), "as_expected": sum(r["expected"] for r in rows)}
+    if plan.get("retrieval_study"):
+        from swecl import memory, retrieval
+
         sets = retrieval.default_sets()
         if sets:
-            df = retrieval.retrieval_study([memory.make_embedder(e) for e in plan['retrieval_study']], sets, progress=progress)
-            df.to_csv(exp / 'retrieval.csv', index=False); summary['retrieval_rows'] = len(df)
+            df = retrieval.retrieval_study(
+                [memory.make_embedder(e) for e in plan["retrieval_study"]], sets, progress=progress
+            )
+            df.to_csv(exp / "retrieval.csv", index=False)
+            summary["retrieval_rows"] = len(df)
     cells = expand(plan)
-    nm = exp / 'no_model.txt'
+    nm = exp / "no_model.txt"
     if not cells:
-        nm.write_text('No model is configured on this machine (set ANTHROPIC_API_KEY, or SWECL_MODEL to a registry string), so no agent cells were run.\n')
-    else: nm.unlink(missing_ok=True)
-    summary['cells'] = run_plan(plan, out, workers, engine, progress) if cells else []
+        nm.write_text(
+            "No model is configured on this machine (set ANTHROPIC_API_KEY, or SWECL_MODEL to a registry string), so no agent cells were run.\n"
+        )
+    else:
+        nm.unlink(missing_ok=True)
+    summary["cells"] = run_plan(plan, out, workers, engine, progress) if cells else []
     return summary

@@ -4,15 +4,27 @@
 
 # %% ../nbs/03_sandbox.ipynb #0c9149ed
 from __future__ import annotations
-import atexit, os, resource, shutil, signal, subprocess, sys, tempfile, time, weakref
-from functools import cache, partial
+
+import atexit
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
 from dataclasses import dataclass, field
+from functools import cache, partial
 from pathlib import Path
+
 from filelock import FileLock
-from .schema import *
+
 from .datasets import cache_dir
+from .envs import Env, EnvError, InfraError, extract_tree, mini_env, swebench_env
 from .mini import git
-from .envs import Env, EnvError, InfraError, mini_env, swebench_env, extract_tree
+from .schema import *
 
 # %% auto #0
 __all__ = ['SANDBOX_UID', 'TARPIT_ROUTES', 'SECRET_MARKERS', 'SAFE_GIT', 'SandboxError', 'Limits', 'RunResult', 'bwrap_path',
@@ -22,16 +34,20 @@ __all__ = ['SANDBOX_UID', 'TARPIT_ROUTES', 'SECRET_MARKERS', 'SAFE_GIT', 'Sandbo
 # %% ../nbs/03_sandbox.ipynb #22c754ef
 class SandboxError(InfraError):
     "The sandbox cannot start or a task's repository/environment cannot be prepared."
-    default_reason = 'sandbox'
+
+    default_reason = "sandbox"
+
 
 @dataclass
 class Limits:
     "Resource limits of every sandboxed command."
+
     timeout: float = 900  # wall-clock seconds; the whole process group is killed
     cpu_seconds: int = 900
     memory_mb: int = 4096  # address space
     file_size_mb: int = 512
     processes: int = 256  # beyond what the sandbox user already runs
+
 
 @dataclass
 class RunResult:
@@ -40,112 +56,227 @@ class RunResult:
     seconds: float
     timed_out: bool = False
 
-def bwrap_path() -> str|None: return shutil.which('bwrap')
+
+def bwrap_path() -> str | None:
+    return shutil.which("bwrap")
+
 
 SANDBOX_UID = 65534  # 'nobody': the user commands run as when the harness itself runs as root
 # Non-routable addresses test suites use as connect-timeout tarpits (requests, urllib3: 10.255.255.1; RFC 5737 TEST-NET-1).
 # Routed into the sandbox's loopback, where the packets are dropped, a connection there times out as on a networked host
 # (SWE-bench's containers) instead of failing at once with "Network is unreachable". Nothing becomes reachable.
-TARPIT_ROUTES = ('10.255.255.1/32', '192.0.2.0/24')
+TARPIT_ROUTES = ("10.255.255.1/32", "192.0.2.0/24")
+
 
 @cache
-def ip_path() -> str|None: return shutil.which('ip', path='/usr/sbin:/sbin:/usr/bin')  # looked up once, not per command
-SECRET_MARKERS = ('KEY', 'TOKEN', 'SECRET', 'PASSWORD', 'CREDENTIAL', 'AUTH')
+def ip_path() -> str | None:
+    return shutil.which("ip", path="/usr/sbin:/sbin:/usr/bin")  # looked up once, not per command
+
+
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
 
 # %% ../nbs/03_sandbox.ipynb #1a24fac0
-def find_repo(repo:str, mirrors:list) -> Path:
+def find_repo(repo: str, mirrors: list) -> Path:
     "The git directory of `repo` in the mirror folders, or a cached clone (cloned when online)."
     for m in [Path(x) for x in mirrors if x]:
-        for cand in (m / repo.replace('/', '+'), m / repo, m / repo.replace('/', '+') / 'repo'):
-            if (cand / 'HEAD').exists() or (cand / '.git').exists(): return cand
-    cached = cache_dir() / 'repos' / repo.replace('/', '+')
-    if (cached / 'HEAD').exists(): return cached
+        for cand in (m / repo.replace("/", "+"), m / repo, m / repo.replace("/", "+") / "repo"):
+            if (cand / "HEAD").exists() or (cand / ".git").exists():
+                return cand
+    cached = cache_dir() / "repos" / repo.replace("/", "+")
+    if (cached / "HEAD").exists():
+        return cached
     cached.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(cached) + '.lock'):
-        if (cached / 'HEAD').exists(): return cached
-        r = subprocess.run(['git', 'clone', '--bare', '-q', f'https://github.com/{repo}.git', str(cached)], capture_output=True, text=True)
+    with FileLock(str(cached) + ".lock"):
+        if (cached / "HEAD").exists():
+            return cached
+        r = subprocess.run(
+            ["git", "clone", "--bare", "-q", f"https://github.com/{repo}.git", str(cached)],
+            capture_output=True,
+            text=True,
+        )
     if r.returncode:
         shutil.rmtree(cached, ignore_errors=True)
-        raise SandboxError(f"Repository {repo} is not in the mirror folders ({', '.join(map(str, mirrors)) or 'none'}) and could not be cloned "
-                           f"({r.stderr.strip()[:120]}); set SWECL_REPO_MIRROR to a folder holding {repo.replace('/', '+')}.", 'needs-network')
+        raise SandboxError(
+            f"Repository {repo} is not in the mirror folders ({', '.join(map(str, mirrors)) or 'none'}) and could not be cloned "
+            f"({r.stderr.strip()[:120]}); set SWECL_REPO_MIRROR to a folder holding {repo.replace('/', '+')}.",
+            "needs-network",
+        )
     return cached
 
-def export_tree(gitdir:Path, commit:str, dest:Path):
+
+def export_tree(gitdir: Path, commit: str, dest: Path):
     "A new one-commit repository at `dest` holding only `commit`'s tree."
     dest.mkdir(parents=True)
     if (err := extract_tree(gitdir, commit, dest)) is not None:
-        raise SandboxError(f"Commit {commit[:12]} is not in {gitdir}: {err}; update the mirror.", 'missing-commit')
-    git(dest, 'init', '-q'); git(dest, 'add', '-A', '-f'); git(dest, 'commit', '-q', '--allow-empty', '-m', f'base {commit}', date='2000-01-01T00:00:00+00:00')
+        raise SandboxError(f"Commit {commit[:12]} is not in {gitdir}: {err}; update the mirror.", "missing-commit")
+    git(dest, "init", "-q")
+    git(dest, "add", "-A", "-f")
+    git(dest, "commit", "-q", "--allow-empty", "-m", f"base {commit}", date="2000-01-01T00:00:00+00:00")
 
 # %% ../nbs/03_sandbox.ipynb #fcbd8613
-def _scrubbed_env(extra:dict|None=None) -> dict:
-    env = {'PATH': '/testenv/bin:/usr/local/bin:/usr/bin:/bin', 'HOME': '/tmp/home', 'TZ': 'UTC', 'PYTHONHASHSEED': '0',
-           'LANG': 'C.UTF-8', 'LC_ALL': 'C.UTF-8', 'PYTHONDONTWRITEBYTECODE': '1', 'VIRTUAL_ENV': '/testenv', 'TERM': 'dumb',
-           'GIT_CONFIG_NOSYSTEM': '1', 'GIT_TERMINAL_PROMPT': '0'}
+def _scrubbed_env(extra: dict | None = None) -> dict:
+    env = {
+        "PATH": "/testenv/bin:/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp/home",
+        "TZ": "UTC",
+        "PYTHONHASHSEED": "0",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "VIRTUAL_ENV": "/testenv",
+        "TERM": "dumb",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+    }
     for k, v in (extra or {}).items():
-        if any(m in k.upper() for m in SECRET_MARKERS): continue  # never pass secrets in, even when asked
+        if any(m in k.upper() for m in SECRET_MARKERS):
+            continue  # never pass secrets in, even when asked
         env[k] = v
     return env
 
-def _as_root() -> bool: return os.geteuid() == 0
-def sandbox_uid() -> int: return SANDBOX_UID if _as_root() else os.getuid()
 
-def _nproc_of(uid:int) -> int:
+def _as_root() -> bool:
+    return os.geteuid() == 0
+
+
+def sandbox_uid() -> int:
+    return SANDBOX_UID if _as_root() else os.getuid()
+
+
+def _nproc_of(uid: int) -> int:
     n = 0
-    for p in Path('/proc').iterdir():
-        try: n += p.name.isdigit() and p.stat().st_uid == uid
-        except OSError: pass
+    for p in Path("/proc").iterdir():
+        try:
+            n += p.name.isdigit() and p.stat().st_uid == uid
+        except OSError:
+            pass
     return n
 
-def _chown_tree(path:Path, uid:int):
-    if not _as_root(): return
+
+def _chown_tree(path: Path, uid: int):
+    if not _as_root():
+        return
     for dirpath, dirs, files in os.walk(path):
         os.lchown(dirpath, uid, uid)
-        for f in files: os.lchown(os.path.join(dirpath, f), uid, uid)
+        for f in files:
+            os.lchown(os.path.join(dirpath, f), uid, uid)
 
-def _mount_ro(path:str) -> list:
+
+def _mount_ro(path: str) -> list:
     "bwrap arguments mounting a host folder read-only at the same path, with traversable parents."
     a, parts = [], Path(path).parts
-    for i in range(2, len(parts)): a += ['--perms', '0755', '--dir', str(Path(*parts[:i]))]
-    return a + ['--ro-bind', path, path]
+    for i in range(2, len(parts)):
+        a += ["--perms", "0755", "--dir", str(Path(*parts[:i]))]
+    return a + ["--ro-bind", path, path]
+
 
 # Safe git for an agent-writable repository: no fsmonitor, hooks, external diff or textconv.
-SAFE_GIT = 'git -c core.fsmonitor=false -c core.hooksPath=/dev/null -c diff.external= -c core.pager=cat'
+SAFE_GIT = "git -c core.fsmonitor=false -c core.hooksPath=/dev/null -c diff.external= -c core.pager=cat"
+
 
 class Session:
     "A task's sandboxed working copy: run commands, read/write files, take the diff."
-    def __init__(self, root:Path, env:Env, limits:Limits, unsafe:bool=False, task:Task|None=None):
-        self.root, self.testbed, self.env, self.limits, self.unsafe, self.task = root, root / 'testbed', env, limits, unsafe, task
-        self.base = git(self.testbed, 'rev-parse', 'HEAD').strip()
+
+    def __init__(self, root: Path, env: Env, limits: Limits, unsafe: bool = False, task: Task | None = None):
+        self.root, self.testbed, self.env, self.limits, self.unsafe, self.task = (
+            root,
+            root / "testbed",
+            env,
+            limits,
+            unsafe,
+            task,
+        )
+        self.base = git(self.testbed, "rev-parse", "HEAD").strip()
         _chown_tree(self.testbed, sandbox_uid())
         self.closed = False
 
-    def _argv(self, cmd:str, writable_env=False, network=False) -> list:
-        if self.unsafe: return ['bash', '-c', cmd]
-        a = [bwrap_path(), '--die-with-parent', '--new-session', '--unshare-pid', '--unshare-ipc', '--unshare-uts',
-             '--ro-bind', '/usr', '/usr', '--ro-bind', '/etc', '/etc', '--proc', '/proc', '--dev', '/dev',
-             '--perms', '1777', '--tmpfs', '/tmp', '--perms', '0777', '--dir', '/tmp/home',
-             '--perms', '1777', '--tmpfs', '/dev/shm']  # multiprocessing's semaphores (pylint's parallel tests)
-        if not network: a.insert(2, '--unshare-net')
-        if not _as_root(): a += ['--cap-drop', 'ALL']
-        for d in ('bin', 'lib', 'lib64', 'sbin'):
-            p = Path('/') / d
-            if p.is_symlink(): a += ['--symlink', os.readlink(p), str(p)]
-            elif p.exists(): a += ['--ro-bind', str(p), str(p)]
+    def _argv(self, cmd: str, writable_env=False, network=False) -> list:
+        if self.unsafe:
+            return ["bash", "-c", cmd]
+        a = [
+            bwrap_path(),
+            "--die-with-parent",
+            "--new-session",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--ro-bind",
+            "/etc",
+            "/etc",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--perms",
+            "1777",
+            "--tmpfs",
+            "/tmp",
+            "--perms",
+            "0777",
+            "--dir",
+            "/tmp/home",
+            "--perms",
+            "1777",
+            "--tmpfs",
+            "/dev/shm",
+        ]  # multiprocessing's semaphores (pylint's parallel tests)
+        if not network:
+            a.insert(2, "--unshare-net")
+        if not _as_root():
+            a += ["--cap-drop", "ALL"]
+        for d in ("bin", "lib", "lib64", "sbin"):
+            p = Path("/") / d
+            if p.is_symlink():
+                a += ["--symlink", os.readlink(p), str(p)]
+            elif p.exists():
+                a += ["--ro-bind", str(p), str(p)]
         for b in self.env.binds:
-            if not b.startswith('/usr/'): a += _mount_ro(b)  # the interpreter the env's venv points at
-        a += ['--bind' if writable_env else '--ro-bind', str(self.env.path), '/testenv',
-              '--bind', str(self.testbed), '/testbed', '--chdir', '/testbed', '--clearenv']
-        for k, v in _scrubbed_env(self.env.variables).items(): a += ['--setenv', k, v]
-        drop = ['/usr/bin/setpriv', f'--reuid={SANDBOX_UID}', f'--regid={SANDBOX_UID}', '--clear-groups',
-                '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs'] if _as_root() else []
+            if not b.startswith("/usr/"):
+                a += _mount_ro(b)  # the interpreter the env's venv points at
+        a += [
+            "--bind" if writable_env else "--ro-bind",
+            str(self.env.path),
+            "/testenv",
+            "--bind",
+            str(self.testbed),
+            "/testbed",
+            "--chdir",
+            "/testbed",
+            "--clearenv",
+        ]
+        for k, v in _scrubbed_env(self.env.variables).items():
+            a += ["--setenv", k, v]
+        drop = (
+            [
+                "/usr/bin/setpriv",
+                f"--reuid={SANDBOX_UID}",
+                f"--regid={SANDBOX_UID}",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+            ]
+            if _as_root()
+            else []
+        )
         # the tarpit routes need root in the new network namespace: set before the privileges are dropped
         ip = ip_path()
-        routes = (['/bin/sh', '-c', ''.join(f'{ip} route add {r} dev lo 2>/dev/null; ' for r in TARPIT_ROUTES) + 'exec "$@"', 'sh']
-                  if _as_root() and not network and ip else [])
-        return a + ['--', *routes, *drop, '/bin/bash', '-c', cmd]
+        routes = (
+            [
+                "/bin/sh",
+                "-c",
+                "".join(f"{ip} route add {r} dev lo 2>/dev/null; " for r in TARPIT_ROUTES) + 'exec "$@"',
+                "sh",
+            ]
+            if _as_root() and not network and ip
+            else []
+        )
+        return a + ["--", *routes, *drop, "/bin/bash", "-c", cmd]
 
-    def _limits(self, nproc_base:int):
+    def _limits(self, nproc_base: int):
         L = self.limits
         resource.setrlimit(resource.RLIMIT_CPU, (L.cpu_seconds, L.cpu_seconds))
         resource.setrlimit(resource.RLIMIT_AS, (L.memory_mb << 20, L.memory_mb << 20))
@@ -153,166 +284,293 @@ class Session:
         n = nproc_base + L.processes
         resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
 
-    def run(self, cmd:str, timeout:float|None=None, max_output:int=1 << 20, input:str|None=None,
-            writable_env:bool=False, network:bool=False) -> RunResult:
+    def run(
+        self,
+        cmd: str,
+        timeout: float | None = None,
+        max_output: int = 1 << 20,
+        input: str | None = None,
+        writable_env: bool = False,
+        network: bool = False,
+    ) -> RunResult:
         "Run `cmd` (bash) in the sandbox; output is stdout+stderr, cut to `max_output` characters."
-        if self.closed: raise SandboxError("This session is closed; open a new one for the task.")
+        if self.closed:
+            raise SandboxError("This session is closed; open a new one for the task.")
         timeout = timeout or self.limits.timeout
-        env = _scrubbed_env(self.env.variables) if self.unsafe else {'PATH': '/usr/bin:/bin'}
+        env = _scrubbed_env(self.env.variables) if self.unsafe else {"PATH": "/usr/bin:/bin"}
         t0 = time.time()
-        p = subprocess.Popen(self._argv(cmd, writable_env, network), cwd=self.testbed, env=env, stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                             preexec_fn=partial(self._limits, _nproc_of(sandbox_uid())))
-        try: out, timed_out = p.communicate(input.encode() if input is not None else b'', timeout=timeout)[0], False
+        p = subprocess.Popen(
+            self._argv(cmd, writable_env, network),
+            cwd=self.testbed,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=partial(self._limits, _nproc_of(sandbox_uid())),
+        )
+        try:
+            out, timed_out = p.communicate(input.encode() if input is not None else b"", timeout=timeout)[0], False
         except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL); out, timed_out = p.communicate()[0], True
-        text = out.decode('utf-8', 'replace')
-        if len(text) > max_output: text = text[:max_output // 2] + f'\n[... {len(text) - max_output} characters cut ...]\n' + text[-max_output // 2:]
+            os.killpg(p.pid, signal.SIGKILL)
+            out, timed_out = p.communicate()[0], True
+        text = out.decode("utf-8", "replace")
+        if len(text) > max_output:
+            text = (
+                text[: max_output // 2]
+                + f"\n[... {len(text) - max_output} characters cut ...]\n"
+                + text[-max_output // 2 :]
+            )
         return RunResult(-9 if timed_out else p.returncode, text, time.time() - t0, timed_out)
 
-    def install(self, pre:bool=True) -> RunResult|None:
+    def install(self, pre: bool = True) -> RunResult | None:
         "The spec's `pre_install` edits (when `pre`) and per-task `install` step, with the env writable under a lock."
-        if not self.env.install and not (pre and self.env.pre_install): return None
+        if not self.env.install and not (pre and self.env.pre_install):
+            return None
         out, t0 = [], time.time()
-        for c in (self.env.pre_install if pre else []):
-            r = self.run(c); out.append(f'$ {c}\n{r.output}')
-            if r.exit_code: return RunResult(r.exit_code, '\n'.join(out), time.time() - t0)
+        for c in self.env.pre_install if pre else []:
+            r = self.run(c)
+            out.append(f"$ {c}\n{r.output}")
+            if r.exit_code:
+                return RunResult(r.exit_code, "\n".join(out), time.time() - t0)
         if self.env.install:
-            with FileLock(str(self.env.path) + '.install.lock'):
-                if _as_root() and self.env.path.stat().st_uid != SANDBOX_UID: _chown_tree(self.env.path, SANDBOX_UID)
-                r = self.run(self.env.install, writable_env=True); out.append(f'$ {self.env.install}\n{r.output}')
-                if r.exit_code: return RunResult(r.exit_code, '\n'.join(out), time.time() - t0)
-        return RunResult(0, '\n'.join(out), time.time() - t0)
+            with FileLock(str(self.env.path) + ".install.lock"):
+                if _as_root() and self.env.path.stat().st_uid != SANDBOX_UID:
+                    _chown_tree(self.env.path, SANDBOX_UID)
+                r = self.run(self.env.install, writable_env=True)
+                out.append(f"$ {self.env.install}\n{r.output}")
+                if r.exit_code:
+                    return RunResult(r.exit_code, "\n".join(out), time.time() - t0)
+        return RunResult(0, "\n".join(out), time.time() - t0)
 
     def commit_setup(self):
         "Commit what setup changed in tracked files (as SWE-bench's image build does), so diffs show only later changes."
-        r = self.run(f'{SAFE_GIT} -c user.name=swecl -c user.email=swecl@localhost commit -q -a --allow-empty -m setup && git rev-parse HEAD', timeout=120)
-        if r.exit_code == 0: self.base = r.output.strip().split()[-1]
+        r = self.run(
+            f"{SAFE_GIT} -c user.name=swecl -c user.email=swecl@localhost commit -q -a --allow-empty -m setup && git rev-parse HEAD",
+            timeout=120,
+        )
+        if r.exit_code == 0:
+            self.base = r.output.strip().split()[-1]
 
-    def read_file(self, path:str) -> str: return self._safe(path).read_text()
-    def write_file(self, path:str, text:str):
-        p = self._safe(path); p.parent.mkdir(parents=True, exist_ok=True); p.write_text(text)
+    def read_file(self, path: str) -> str:
+        return self._safe(path).read_text()
+
+    def write_file(self, path: str, text: str):
+        p = self._safe(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
         _chown_tree(p.parent, sandbox_uid()) if p.parent != self.testbed else None
-        if _as_root(): os.lchown(p, SANDBOX_UID, SANDBOX_UID)
+        if _as_root():
+            os.lchown(p, SANDBOX_UID, SANDBOX_UID)
 
-    def _safe(self, path:str) -> Path:
-        p = (self.testbed / path.removeprefix('/testbed/')).resolve()
-        if not p.is_relative_to(self.testbed.resolve()): raise SandboxError(f"{path} is outside the working copy; use a path under /testbed.")
+    def _safe(self, path: str) -> Path:
+        p = (self.testbed / path.removeprefix("/testbed/")).resolve()
+        if not p.is_relative_to(self.testbed.resolve()):
+            raise SandboxError(f"{path} is outside the working copy; use a path under /testbed.")
         return p
 
     def diff(self) -> str:
         "The working copy's changes against the base commit (new files included), taken inside the sandbox."
-        r = self.run(f'{SAFE_GIT} add -A >/dev/null 2>&1; {SAFE_GIT} diff --cached --no-ext-diff --no-textconv --binary {self.base}', timeout=120)
-        return r.output if r.exit_code == 0 else ''
+        r = self.run(
+            f"{SAFE_GIT} add -A >/dev/null 2>&1; {SAFE_GIT} diff --cached --no-ext-diff --no-textconv --binary {self.base}",
+            timeout=120,
+        )
+        return r.output if r.exit_code == 0 else ""
 
     def close(self):
-        self.closed = True; shutil.rmtree(self.root, ignore_errors=True)
-    def __enter__(self): return self
-    def __exit__(self, *a): self.close()
+        self.closed = True
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
+
 
 class LocalSandbox:
     "Opens sessions: per-task working copy at `base_commit` + cached env + bubblewrap."
-    kind = 'local'
-    def __init__(self, mirrors:list|None=None, limits:Limits|None=None, unsafe:bool=False, workdir:Path|None=None, compat:bool=False):
+
+    kind = "local"
+
+    def __init__(
+        self,
+        mirrors: list | None = None,
+        limits: Limits | None = None,
+        unsafe: bool = False,
+        workdir: Path | None = None,
+        compat: bool = False,
+    ):
         if not unsafe and not bwrap_path():
-            raise SandboxError("bubblewrap (bwrap) is not installed, so commands cannot be isolated; install it (apt-get install bubblewrap) or choose sandbox='local-unsafe' explicitly.", 'no-bwrap')
-        self.mirrors = [m for m in (mirrors or []) + [os.environ.get('SWECL_REPO_MIRROR')] if m]
+            raise SandboxError(
+                "bubblewrap (bwrap) is not installed, so commands cannot be isolated; install it (apt-get install bubblewrap) or choose sandbox='local-unsafe' explicitly.",
+                "no-bwrap",
+            )
+        self.mirrors = [m for m in (mirrors or []) + [os.environ.get("SWECL_REPO_MIRROR")] if m]
         self.limits, self.unsafe, self.compat = limits or Limits(), unsafe, compat
         self.workdir = Path(workdir or tempfile.gettempdir())
 
-    def env_for(self, task:Task) -> Env:
+    def env_for(self, task: Task) -> Env:
         "The task's environment: the mini benchmark's own, or one built from the SWE-bench spec."
-        if task.repo.startswith('swecl-mini/'): return mini_env(task.version or '0.1')
-        try: return swebench_env(task, find_repo(task.repo, self.mirrors), compat=self.compat)
-        except EnvError as e: raise SandboxError(str(e), e.reason) from None
+        if task.repo.startswith("swecl-mini/"):
+            return mini_env(task.version or "0.1")
+        try:
+            return swebench_env(task, find_repo(task.repo, self.mirrors), compat=self.compat)
+        except EnvError as e:
+            raise SandboxError(str(e), e.reason) from None
 
-    def open(self, task:Task, install:bool=True) -> Session:
+    def open(self, task: Task, install: bool = True) -> Session:
         "A fresh session at `task.base_commit`; `install=False` skips the spec's pre_install and install steps."
-        root = Path(tempfile.mkdtemp(prefix=f'swecl-{task.instance_id}-', dir=self.workdir))
+        root = Path(tempfile.mkdtemp(prefix=f"swecl-{task.instance_id}-", dir=self.workdir))
         try:
             env = self.env_for(task)
-            export_tree(find_repo(task.repo, self.mirrors), task.base_commit, root / 'testbed')
+            export_tree(find_repo(task.repo, self.mirrors), task.base_commit, root / "testbed")
             s = Session(root, env, self.limits, self.unsafe, task)
             if install and (r := s.install()) is not None:
-                if r.exit_code: raise SandboxError(f"The install step of {task.instance_id} failed ({env.install}): {r.output.strip()[-300:]}", 'install')
+                if r.exit_code:
+                    raise SandboxError(
+                        f"The install step of {task.instance_id} failed ({env.install}): {r.output.strip()[-300:]}",
+                        "install",
+                    )
                 s.commit_setup()
             return s
-        except Exception: shutil.rmtree(root, ignore_errors=True); raise
+        except Exception:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
 
 # %% ../nbs/03_sandbox.ipynb #86787e8f
-def docker_image(instance_id:str, namespace:str='swebench', arch:str='x86_64', tag:str='latest') -> str:
+def docker_image(instance_id: str, namespace: str = "swebench", arch: str = "x86_64", tag: str = "latest") -> str:
     "The SWE-bench instance image of `instance_id`."
     return f"{namespace}/sweb.eval.{arch}.{instance_id.replace('__', '_1776_')}:{tag}".lower()
 
-def container_spec(task:Task, limits:Limits, image:str|None=None) -> dict:
+
+def container_spec(task: Task, limits: Limits, image: str | None = None) -> dict:
     "Keyword arguments of `docker.containers.run` for a task's container."
-    return dict(image=image or docker_image(task.instance_id), command=['tail', '-f', '/dev/null'], detach=True,
-                network_disabled=True, network_mode='none', mem_limit=f'{limits.memory_mb}m', memswap_limit=f'{limits.memory_mb}m',
-                pids_limit=limits.processes, working_dir='/testbed', environment={'TZ': 'UTC', 'PYTHONHASHSEED': '0'},
-                labels={'swecl': '1', 'swecl.instance': task.instance_id}, name=None, auto_remove=False, init=True)
+    return dict(
+        image=image or docker_image(task.instance_id),
+        command=["tail", "-f", "/dev/null"],
+        detach=True,
+        network_disabled=True,
+        network_mode="none",
+        mem_limit=f"{limits.memory_mb}m",
+        memswap_limit=f"{limits.memory_mb}m",
+        pids_limit=limits.processes,
+        working_dir="/testbed",
+        environment={"TZ": "UTC", "PYTHONHASHSEED": "0"},
+        labels={"swecl": "1", "swecl.instance": task.instance_id},
+        name=None,
+        auto_remove=False,
+        init=True,
+    )
+
 
 _OPEN_CONTAINERS = weakref.WeakSet()
+
+
 def _cleanup_containers(*_):
-    for s in list(_OPEN_CONTAINERS): s.close()
+    for s in list(_OPEN_CONTAINERS):
+        s.close()
+
+
 atexit.register(_cleanup_containers)
+
 
 class DockerSession:
     "A task's container: the same protocol as `Session`."
-    def __init__(self, container, limits:Limits, task:Task|None=None):
+
+    def __init__(self, container, limits: Limits, task: Task | None = None):
         self.container, self.limits, self.task, self.closed = container, limits, task, False
         _OPEN_CONTAINERS.add(self)
 
-    def run(self, cmd:str, timeout:float|None=None, max_output:int=1 << 20, input:str|None=None, **_) -> RunResult:
+    def run(
+        self, cmd: str, timeout: float | None = None, max_output: int = 1 << 20, input: str | None = None, **_
+    ) -> RunResult:
         import shlex
+
         t0, timeout = time.time(), int(timeout or self.limits.timeout)
-        if input is not None: cmd = f"{cmd} <<'SWECL_EOF_7391'\n{input}\nSWECL_EOF_7391"
-        r = self.container.exec_run(['bash', '-c', f'timeout -s KILL {timeout} bash -c {shlex.quote(cmd)}'], workdir='/testbed', demux=False)
-        text = (r.output or b'').decode('utf-8', 'replace')[-max_output:]
+        if input is not None:
+            cmd = f"{cmd} <<'SWECL_EOF_7391'\n{input}\nSWECL_EOF_7391"
+        r = self.container.exec_run(
+            ["bash", "-c", f"timeout -s KILL {timeout} bash -c {shlex.quote(cmd)}"], workdir="/testbed", demux=False
+        )
+        text = (r.output or b"").decode("utf-8", "replace")[-max_output:]
         return RunResult(r.exit_code, text, time.time() - t0, r.exit_code == 137 and time.time() - t0 >= timeout)
 
-    def install(self): return None  # the instance image is installed already
-    def read_file(self, path:str) -> str: return self.run(f'cat {path}').output
-    def write_file(self, path:str, text:str): self.run(f'mkdir -p "$(dirname {path})" && cat > {path}', input=text)
-    def diff(self) -> str: return self.run(f'{SAFE_GIT} add -A >/dev/null 2>&1; {SAFE_GIT} diff --cached --no-ext-diff HEAD').output
+    def install(self):
+        return None  # the instance image is installed already
+
+    def read_file(self, path: str) -> str:
+        return self.run(f"cat {path}").output
+
+    def write_file(self, path: str, text: str):
+        self.run(f'mkdir -p "$(dirname {path})" && cat > {path}', input=text)
+
+    def diff(self) -> str:
+        return self.run(f"{SAFE_GIT} add -A >/dev/null 2>&1; {SAFE_GIT} diff --cached --no-ext-diff HEAD").output
 
     def close(self):
-        if self.closed: return
+        if self.closed:
+            return
         self.closed = True
-        try: self.container.remove(force=True)
-        except Exception: pass
-    def __enter__(self): return self
-    def __exit__(self, *a): self.close()
+        try:
+            self.container.remove(force=True)
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
+
 
 class DockerSandbox:
     "Sessions in SWE-bench instance containers (needs a reachable Docker engine)."
-    kind = 'docker'
-    def __init__(self, limits:Limits|None=None, namespace:str='swebench', client=None):
+
+    kind = "docker"
+
+    def __init__(self, limits: Limits | None = None, namespace: str = "swebench", client=None):
         self.limits, self.namespace = limits or Limits(), namespace
         try:
             import docker
-            self.client = client or docker.from_env(); self.client.ping()
+
+            self.client = client or docker.from_env()
+            self.client.ping()
         except Exception as e:
-            raise SandboxError(f"Docker engine not reachable ({type(e).__name__}: {str(e)[:100]}); start Docker or use sandbox='local'.", 'no-docker') from None
+            raise SandboxError(
+                f"Docker engine not reachable ({type(e).__name__}: {str(e)[:100]}); start Docker or use sandbox='local'.",
+                "no-docker",
+            ) from None
         signal.signal(signal.SIGTERM, lambda *a: (_cleanup_containers(), sys.exit(143)))
 
-    def open(self, task:Task, install:bool=True) -> DockerSession:
+    def open(self, task: Task, install: bool = True) -> DockerSession:
         image = docker_image(task.instance_id, self.namespace)
-        try: self.client.images.get(image)
+        try:
+            self.client.images.get(image)
         except Exception:
-            try: self.client.images.pull(image)
+            try:
+                self.client.images.pull(image)
             except Exception as e:
-                raise SandboxError(f"Image {image} is neither local nor pullable ({str(e)[:100]}); build it with "
-                                   f"`python -m swebench.harness.prepare_images --instance_ids {task.instance_id}`.", 'no-image') from None
+                raise SandboxError(
+                    f"Image {image} is neither local nor pullable ({str(e)[:100]}); build it with "
+                    f"`python -m swebench.harness.prepare_images --instance_ids {task.instance_id}`.",
+                    "no-image",
+                ) from None
         return DockerSession(self.client.containers.run(**container_spec(task, self.limits, image)), self.limits, task)
 
-def make_sandbox(kind:str='local', **kw):
+
+def make_sandbox(kind: str = "local", **kw):
     "A sandbox by name: 'local' (bubblewrap), 'local-unsafe' (no isolation, explicit opt-in), 'docker'."
-    if kind == 'local': return LocalSandbox(**kw)
-    if kind == 'local-unsafe': return LocalSandbox(unsafe=True, **kw)
-    if kind == 'docker': return DockerSandbox(**{k: v for k, v in kw.items() if k in ('limits', 'namespace')})
+    if kind == "local":
+        return LocalSandbox(**kw)
+    if kind == "local-unsafe":
+        return LocalSandbox(unsafe=True, **kw)
+    if kind == "docker":
+        return DockerSandbox(**{k: v for k, v in kw.items() if k in ("limits", "namespace")})
     raise SandboxError(f"Unknown sandbox {kind!r}; use 'local', 'local-unsafe' or 'docker'.")
 
-def sandbox_for(kind:str, bench, **kw):
+
+def sandbox_for(kind: str, bench, **kw):
     "`make_sandbox` for a benchmark: its own mirror folder (the mini benchmark's) is searched first."
-    mirror = bench.metadata.get('mirror')
+    mirror = bench.metadata.get("mirror")
     return make_sandbox(kind, mirrors=[mirror] if mirror else [], **kw)

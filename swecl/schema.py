@@ -4,8 +4,10 @@
 
 # %% ../nbs/00_schema.ipynb #d1570a2f
 from __future__ import annotations
-import json, re
-from dataclasses import dataclass, field, asdict, fields
+
+import json
+import re
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -19,266 +21,415 @@ __all__ = ['DIFFICULTY_SCORES', 'DIFFICULTY_LABELS', 'DIFFICULTY_NAMES', 'SWEBEN
 class DatasetError(ValueError):
     "Malformed or missing dataset input; the message names the file, row and field."
 
-def row_error(where:str, row:int|str|None, fld:str, problem:str) -> str:
+
+def row_error(where: str, row: int | str | None, fld: str, problem: str) -> str:
     "One sentence naming `where` (file), `row` and `fld` (field) and what is wrong."
     loc = f"{where}" + (f", row {row}" if row is not None else "")
     return f"{loc}: field '{fld}' {problem}; fix or remove that row."
 
 # %% ../nbs/00_schema.ipynb #dfa5b963
-DIFFICULTY_SCORES = {'<15 min fix': 1, '15 min - 1 hour': 2, '1-4 hours': 3, '>4 hours': 4}
+DIFFICULTY_SCORES = {"<15 min fix": 1, "15 min - 1 hour": 2, "1-4 hours": 3, ">4 hours": 4}
 DIFFICULTY_LABELS = {v: k for k, v in DIFFICULTY_SCORES.items()}
-DIFFICULTY_NAMES = {1: 'easy', 2: 'medium', 3: 'hard', 4: 'very hard'}
+DIFFICULTY_NAMES = {1: "easy", 2: "medium", 3: "hard", 4: "very hard"}
 
-def difficulty_score(label) -> int|None:
+
+def difficulty_score(label) -> int | None:
     "Score 1..4 for a Verified difficulty label (or an int/str score); None when unknown/absent."
-    if label is None or label == '': return None
-    if isinstance(label, int): return label if label in DIFFICULTY_LABELS else None
-    if label in DIFFICULTY_SCORES: return DIFFICULTY_SCORES[label]
-    if str(label).strip().isdigit() and int(label) in DIFFICULTY_LABELS: return int(label)
+    if label is None or label == "":
+        return None
+    if isinstance(label, int):
+        return label if label in DIFFICULTY_LABELS else None
+    if label in DIFFICULTY_SCORES:
+        return DIFFICULTY_SCORES[label]
+    if str(label).strip().isdigit() and int(label) in DIFFICULTY_LABELS:
+        return int(label)
     return None
 
 # %% ../nbs/00_schema.ipynb #fffae717
-_DIFF_HDR = re.compile(r'^diff --git a/(\S+) b/(\S+)', re.M)
+_DIFF_HDR = re.compile(r"^diff --git a/(\S+) b/(\S+)", re.M)
 
-def modified_files(patch:str) -> list[str]:
+
+def modified_files(patch: str) -> list[str]:
     "Paths after `a/` in the `diff --git` headers of `patch`, in order, without repeats."
     seen = []
-    for a, _ in _DIFF_HDR.findall(patch or ''):
-        if a not in seen: seen.append(a)
+    for a, _ in _DIFF_HDR.findall(patch or ""):
+        if a not in seen:
+            seen.append(a)
     return seen
 
-def parse_test_list(value, where='<input>', row=None, fld='FAIL_TO_PASS') -> list[str]:
+
+def parse_test_list(value, where="<input>", row=None, fld="FAIL_TO_PASS") -> list[str]:
     "A list of test ids from a list or a JSON-encoded string; raises `DatasetError` otherwise."
-    if value is None: return []
+    if value is None:
+        return []
     if isinstance(value, (list, tuple)):
-        if all(isinstance(v, str) for v in value): return list(value)
-        raise DatasetError(row_error(where, row, fld, 'holds a non-string test id'))
-    if hasattr(value, 'tolist'): return parse_test_list(value.tolist(), where, row, fld)
+        if all(isinstance(v, str) for v in value):
+            return list(value)
+        raise DatasetError(row_error(where, row, fld, "holds a non-string test id"))
+    if hasattr(value, "tolist"):
+        return parse_test_list(value.tolist(), where, row, fld)
     if isinstance(value, str):
-        if not value.strip(): return []
-        try: v = json.loads(value)
-        except json.JSONDecodeError: raise DatasetError(row_error(where, row, fld, 'is not a JSON list of test ids')) from None
-        if isinstance(v, str): return parse_test_list(v, where, row, fld)  # doubly encoded
-        if isinstance(v, list): return parse_test_list(v, where, row, fld)
-    raise DatasetError(row_error(where, row, fld, f'has type {type(value).__name__}, expected a list of test ids'))
+        if not value.strip():
+            return []
+        try:
+            v = json.loads(value)
+        except json.JSONDecodeError:
+            raise DatasetError(row_error(where, row, fld, "is not a JSON list of test ids")) from None
+        if isinstance(v, str):
+            return parse_test_list(v, where, row, fld)  # doubly encoded
+        if isinstance(v, list):
+            return parse_test_list(v, where, row, fld)
+    raise DatasetError(row_error(where, row, fld, f"has type {type(value).__name__}, expected a list of test ids"))
 
 # %% ../nbs/00_schema.ipynb #423b1ca9
-def norm_time(value, where='<input>', row=None, fld='created_at') -> str:
+def norm_time(value, where="<input>", row=None, fld="created_at") -> str:
     "ISO-8601 UTC string with `+00:00` offset for a string, datetime or pandas Timestamp."
-    if hasattr(value, 'to_pydatetime'): value = value.to_pydatetime()
-    if isinstance(value, datetime): dt = value
+    if hasattr(value, "to_pydatetime"):
+        value = value.to_pydatetime()
+    if isinstance(value, datetime):
+        dt = value
     elif isinstance(value, str) and value.strip():
-        try: dt = datetime.fromisoformat(value.strip().replace('Z', '+00:00'))
-        except ValueError: raise DatasetError(row_error(where, row, fld, f'is not an ISO timestamp ({value!r})')) from None
-    else: raise DatasetError(row_error(where, row, fld, 'is missing or empty'))
-    if dt.tzinfo is None: dt = dt.replace(tzinfo=timezone.utc)
+        try:
+            dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise DatasetError(row_error(where, row, fld, f"is not an ISO timestamp ({value!r})")) from None
+    else:
+        raise DatasetError(row_error(where, row, fld, "is missing or empty"))
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
     return dt.astimezone(timezone.utc).isoformat()
 
 # %% ../nbs/00_schema.ipynb #429d47b1
-SWEBENCH_REQUIRED = ('instance_id', 'repo', 'base_commit', 'patch', 'test_patch', 'problem_statement', 'FAIL_TO_PASS', 'PASS_TO_PASS', 'created_at')
+SWEBENCH_REQUIRED = (
+    "instance_id",
+    "repo",
+    "base_commit",
+    "patch",
+    "test_patch",
+    "problem_statement",
+    "FAIL_TO_PASS",
+    "PASS_TO_PASS",
+    "created_at",
+)
+
 
 @dataclass
 class Task:
     "One SWE-bench-style issue, with its continual-learning context when it is part of a sequence."
+
     instance_id: str
     repo: str
     base_commit: str
     created_at: str
     problem_statement: str
-    patch: str = ''
-    test_patch: str = ''
+    patch: str = ""
+    test_patch: str = ""
     FAIL_TO_PASS: list = field(default_factory=list)
     PASS_TO_PASS: list = field(default_factory=list)
-    hints_text: str = ''
-    difficulty: str|None = None  # the Verified label, e.g. '<15 min fix'
-    version: str|None = None
-    environment_setup_commit: str|None = None
+    hints_text: str = ""
+    difficulty: str | None = None  # the Verified label, e.g. '<15 min fix'
+    version: str | None = None
+    environment_setup_commit: str | None = None
     modified_files: list = field(default_factory=list)
     dependencies: list = field(default_factory=list)  # earlier tasks touching the same files
-    sequence_position: int|None = None
+    sequence_position: int | None = None
     links: list = field(default_factory=list)  # oracle-related task/experience ids (SWE-ContextBench)
     extra: dict = field(default_factory=dict)  # any other source fields, kept verbatim
 
     @property
-    def difficulty_score(self) -> int|None: return difficulty_score(self.difficulty)
+    def difficulty_score(self) -> int | None:
+        return difficulty_score(self.difficulty)
 
     @classmethod
-    def from_swebench_row(cls, row:dict, where='<input>', rownum=None) -> 'Task':
+    def from_swebench_row(cls, row: dict, where="<input>", rownum=None) -> "Task":
         "A `Task` from a SWE-bench row (HF or JSON copy); raises `DatasetError` naming the bad field."
-        if not isinstance(row, dict): raise DatasetError(f"{where}, row {rownum}: is not a JSON object; fix or remove that row.")
+        if not isinstance(row, dict):
+            raise DatasetError(f"{where}, row {rownum}: is not a JSON object; fix or remove that row.")
         for k in SWEBENCH_REQUIRED:
-            if k not in row or row[k] is None: raise DatasetError(row_error(where, rownum, k, 'is missing'))
-        for k in ('instance_id', 'repo', 'base_commit', 'patch', 'problem_statement'):
-            if not isinstance(row[k], str) or (k != 'problem_statement' and not row[k].strip()):
-                raise DatasetError(row_error(where, rownum, k, 'must be a non-empty string'))
-        if '/' not in row['repo']: raise DatasetError(row_error(where, rownum, 'repo', f"must look like 'owner/name', got {row['repo']!r}"))
-        hints = row.get('hints_text') or ''
-        if not isinstance(hints, str): hints = json.dumps(hints)  # one ContextBench row stores [text, time] pairs
+            if k not in row or row[k] is None:
+                raise DatasetError(row_error(where, rownum, k, "is missing"))
+        for k in ("instance_id", "repo", "base_commit", "patch", "problem_statement"):
+            if not isinstance(row[k], str) or (k != "problem_statement" and not row[k].strip()):
+                raise DatasetError(row_error(where, rownum, k, "must be a non-empty string"))
+        if "/" not in row["repo"]:
+            raise DatasetError(row_error(where, rownum, "repo", f"must look like 'owner/name', got {row['repo']!r}"))
+        hints = row.get("hints_text") or ""
+        if not isinstance(hints, str):
+            hints = json.dumps(hints)  # one ContextBench row stores [text, time] pairs
         known = {f.name for f in fields(cls)}
-        version = row.get('version')
-        return cls(instance_id=row['instance_id'], repo=row['repo'], base_commit=row['base_commit'],
-                   created_at=norm_time(row['created_at'], where, rownum), problem_statement=row['problem_statement'],
-                   patch=row['patch'], test_patch=row['test_patch'] or '',
-                   FAIL_TO_PASS=parse_test_list(row['FAIL_TO_PASS'], where, rownum, 'FAIL_TO_PASS'),
-                   PASS_TO_PASS=parse_test_list(row['PASS_TO_PASS'], where, rownum, 'PASS_TO_PASS'),
-                   hints_text=hints, difficulty=row.get('difficulty') or None,
-                   version=None if version is None else str(version),
-                   environment_setup_commit=row.get('environment_setup_commit'),
-                   modified_files=modified_files(row['patch']),
-                   extra={k: v for k, v in row.items() if k not in known})
+        version = row.get("version")
+        return cls(
+            instance_id=row["instance_id"],
+            repo=row["repo"],
+            base_commit=row["base_commit"],
+            created_at=norm_time(row["created_at"], where, rownum),
+            problem_statement=row["problem_statement"],
+            patch=row["patch"],
+            test_patch=row["test_patch"] or "",
+            FAIL_TO_PASS=parse_test_list(row["FAIL_TO_PASS"], where, rownum, "FAIL_TO_PASS"),
+            PASS_TO_PASS=parse_test_list(row["PASS_TO_PASS"], where, rownum, "PASS_TO_PASS"),
+            hints_text=hints,
+            difficulty=row.get("difficulty") or None,
+            version=None if version is None else str(version),
+            environment_setup_commit=row.get("environment_setup_commit"),
+            modified_files=modified_files(row["patch"]),
+            extra={k: v for k, v in row.items() if k not in known},
+        )
 
     def to_swebench_row(self) -> dict:
         "The SWE-bench row form (test lists JSON-encoded, as on the HF hub)."
-        r = {'repo': self.repo, 'instance_id': self.instance_id, 'base_commit': self.base_commit, 'patch': self.patch,
-             'test_patch': self.test_patch, 'problem_statement': self.problem_statement, 'hints_text': self.hints_text,
-             'created_at': self.created_at, 'version': self.version, 'FAIL_TO_PASS': json.dumps(self.FAIL_TO_PASS),
-             'PASS_TO_PASS': json.dumps(self.PASS_TO_PASS), 'environment_setup_commit': self.environment_setup_commit}
-        if self.difficulty is not None: r['difficulty'] = self.difficulty
+        r = {
+            "repo": self.repo,
+            "instance_id": self.instance_id,
+            "base_commit": self.base_commit,
+            "patch": self.patch,
+            "test_patch": self.test_patch,
+            "problem_statement": self.problem_statement,
+            "hints_text": self.hints_text,
+            "created_at": self.created_at,
+            "version": self.version,
+            "FAIL_TO_PASS": json.dumps(self.FAIL_TO_PASS),
+            "PASS_TO_PASS": json.dumps(self.PASS_TO_PASS),
+            "environment_setup_commit": self.environment_setup_commit,
+        }
+        if self.difficulty is not None:
+            r["difficulty"] = self.difficulty
         return r
 
     def to_cl_json(self) -> dict:
         "The SWE-Bench-CL task object: metadata / task / evaluation / continual_learning (authors' key order)."
-        return {'metadata': {'instance_id': self.instance_id, 'repo': self.repo, 'base_commit': self.base_commit,
-                             'created_at': self.created_at, 'difficulty': self.difficulty},
-                'task': {'problem_statement': self.problem_statement, 'hints_text': self.hints_text},
-                'evaluation': {'patch': self.patch, 'test_patch': self.test_patch,
-                               'FAIL_TO_PASS': list(self.FAIL_TO_PASS), 'PASS_TO_PASS': list(self.PASS_TO_PASS)},
-                'continual_learning': {'sequence_position': self.sequence_position, 'difficulty_score': self.difficulty_score,
-                                       'dependencies': list(self.dependencies), 'modified_files': list(self.modified_files)}}
+        return {
+            "metadata": {
+                "instance_id": self.instance_id,
+                "repo": self.repo,
+                "base_commit": self.base_commit,
+                "created_at": self.created_at,
+                "difficulty": self.difficulty,
+            },
+            "task": {"problem_statement": self.problem_statement, "hints_text": self.hints_text},
+            "evaluation": {
+                "patch": self.patch,
+                "test_patch": self.test_patch,
+                "FAIL_TO_PASS": list(self.FAIL_TO_PASS),
+                "PASS_TO_PASS": list(self.PASS_TO_PASS),
+            },
+            "continual_learning": {
+                "sequence_position": self.sequence_position,
+                "difficulty_score": self.difficulty_score,
+                "dependencies": list(self.dependencies),
+                "modified_files": list(self.modified_files),
+            },
+        }
 
     @classmethod
-    def from_cl_json(cls, d:dict, where='<input>', rownum=None) -> 'Task':
+    def from_cl_json(cls, d: dict, where="<input>", rownum=None) -> "Task":
         "Inverse of `to_cl_json`; raises `DatasetError` naming the missing section or field."
-        for sec, keys in (('metadata', ('instance_id', 'repo', 'base_commit', 'created_at')), ('task', ('problem_statement',)),
-                          ('evaluation', ('patch', 'FAIL_TO_PASS', 'PASS_TO_PASS')), ('continual_learning', ())):
-            if not isinstance(d.get(sec), dict): raise DatasetError(row_error(where, rownum, sec, 'is missing or not an object'))
+        for sec, keys in (
+            ("metadata", ("instance_id", "repo", "base_commit", "created_at")),
+            ("task", ("problem_statement",)),
+            ("evaluation", ("patch", "FAIL_TO_PASS", "PASS_TO_PASS")),
+            ("continual_learning", ()),
+        ):
+            if not isinstance(d.get(sec), dict):
+                raise DatasetError(row_error(where, rownum, sec, "is missing or not an object"))
             for k in keys:
-                if d[sec].get(k) is None: raise DatasetError(row_error(where, rownum, f'{sec}.{k}', 'is missing'))
-        m, t, e, c = d['metadata'], d['task'], d['evaluation'], d['continual_learning']
-        score = c.get('difficulty_score')
-        label = m.get('difficulty') or (DIFFICULTY_LABELS.get(score) if score else None)
-        extra = {k: v for k, v in m.items() if k not in ('instance_id', 'repo', 'base_commit', 'created_at', 'difficulty', 'version', 'environment_setup_commit')}
-        return cls(instance_id=m['instance_id'], repo=m['repo'], base_commit=m['base_commit'],
-                   created_at=norm_time(m['created_at'], where, rownum, 'metadata.created_at'), difficulty=label,
-                   version=m.get('version'), environment_setup_commit=m.get('environment_setup_commit'),
-                   problem_statement=t['problem_statement'], hints_text=t.get('hints_text') or '',
-                   patch=e['patch'], test_patch=e.get('test_patch') or '',
-                   FAIL_TO_PASS=parse_test_list(e['FAIL_TO_PASS'], where, rownum, 'evaluation.FAIL_TO_PASS'),
-                   PASS_TO_PASS=parse_test_list(e['PASS_TO_PASS'], where, rownum, 'evaluation.PASS_TO_PASS'),
-                   modified_files=list(c.get('modified_files') or modified_files(e['patch'])),
-                   dependencies=list(c.get('dependencies') or []), sequence_position=c.get('sequence_position'),
-                   links=list(c.get('links') or []), extra=extra)
+                if d[sec].get(k) is None:
+                    raise DatasetError(row_error(where, rownum, f"{sec}.{k}", "is missing"))
+        m, t, e, c = d["metadata"], d["task"], d["evaluation"], d["continual_learning"]
+        score = c.get("difficulty_score")
+        label = m.get("difficulty") or (DIFFICULTY_LABELS.get(score) if score else None)
+        extra = {
+            k: v
+            for k, v in m.items()
+            if k
+            not in (
+                "instance_id",
+                "repo",
+                "base_commit",
+                "created_at",
+                "difficulty",
+                "version",
+                "environment_setup_commit",
+            )
+        }
+        return cls(
+            instance_id=m["instance_id"],
+            repo=m["repo"],
+            base_commit=m["base_commit"],
+            created_at=norm_time(m["created_at"], where, rownum, "metadata.created_at"),
+            difficulty=label,
+            version=m.get("version"),
+            environment_setup_commit=m.get("environment_setup_commit"),
+            problem_statement=t["problem_statement"],
+            hints_text=t.get("hints_text") or "",
+            patch=e["patch"],
+            test_patch=e.get("test_patch") or "",
+            FAIL_TO_PASS=parse_test_list(e["FAIL_TO_PASS"], where, rownum, "evaluation.FAIL_TO_PASS"),
+            PASS_TO_PASS=parse_test_list(e["PASS_TO_PASS"], where, rownum, "evaluation.PASS_TO_PASS"),
+            modified_files=list(c.get("modified_files") or modified_files(e["patch"])),
+            dependencies=list(c.get("dependencies") or []),
+            sequence_position=c.get("sequence_position"),
+            links=list(c.get("links") or []),
+            extra=extra,
+        )
 
 # %% ../nbs/00_schema.ipynb #4a5d7748
 @dataclass
 class Sequence:
     "An ordered list of tasks of one repository; memory carries over along it."
+
     id: str
     repo: str
     tasks: list
 
-    def __len__(self): return len(self.tasks)
+    def __len__(self):
+        return len(self.tasks)
 
     def statistics(self) -> dict:
         "Difficulty distribution, tasks with ≥1 dependency and their percentage (as in the SWE-Bench-CL file)."
         dist = {}
         for t in self.tasks:
             s = t.difficulty_score
-            if s is not None: dist[s] = dist.get(s, 0) + 1
+            if s is not None:
+                dist[s] = dist.get(s, 0) + 1
         nd = sum(1 for t in self.tasks if t.dependencies)
-        return {'difficulty_distribution': {str(k): dist[k] for k in sorted(dist)}, 'tasks_with_dependencies': nd,
-                'dependency_rate': round(100 * nd / len(self.tasks), 2) if self.tasks else 0.0}
+        return {
+            "difficulty_distribution": {str(k): dist[k] for k in sorted(dist)},
+            "tasks_with_dependencies": nd,
+            "dependency_rate": round(100 * nd / len(self.tasks), 2) if self.tasks else 0.0,
+        }
 
     def to_cl_json(self) -> dict:
-        return {'id': self.id, 'repo': self.repo, 'num_tasks': len(self.tasks), 'tasks': [t.to_cl_json() for t in self.tasks],
-                'statistics': self.statistics()}
+        return {
+            "id": self.id,
+            "repo": self.repo,
+            "num_tasks": len(self.tasks),
+            "tasks": [t.to_cl_json() for t in self.tasks],
+            "statistics": self.statistics(),
+        }
+
 
 @dataclass
 class Link:
     "An oracle link: `related_id` may reuse the experience of `experience_id`."
+
     related_id: str
     experience_id: str
-    confidence: str = 'strong'  # 'strong' | 'weak'
-    kind: str = ''  # e.g. 'same_pr+shared_reference' or 'dependency'
-    similarity: float|None = None
+    confidence: str = "strong"  # 'strong' | 'weak'
+    kind: str = ""  # e.g. 'same_pr+shared_reference' or 'dependency'
+    similarity: float | None = None
+
 
 @dataclass
 class Benchmark:
     "Sequences of tasks plus, optionally, an experience pool and oracle links."
+
     name: str
     sequences: list
     metadata: dict = field(default_factory=dict)
     experiences: dict = field(default_factory=dict)  # experience_id -> Experience (SWE-ContextBench pool)
     links: list = field(default_factory=list)  # [Link]
-    source: str|None = None  # path it was read from
-    sha256: str|None = None  # of that file
+    source: str | None = None  # path it was read from
+    sha256: str | None = None  # of that file
 
     @property
-    def tasks(self) -> list: return [t for s in self.sequences for t in s.tasks]
+    def tasks(self) -> list:
+        return [t for s in self.sequences for t in s.tasks]
 
-    def task(self, instance_id:str) -> Task:
+    def task(self, instance_id: str) -> Task:
         for t in self.tasks:
-            if t.instance_id == instance_id: return t
-        raise KeyError(f"Task {instance_id!r} is not in benchmark {self.name!r}; `swecl stats --dataset {self.name}` lists its ids.")
+            if t.instance_id == instance_id:
+                return t
+        raise KeyError(
+            f"Task {instance_id!r} is not in benchmark {self.name!r}; `swecl stats --dataset {self.name}` lists its ids."
+        )
 
-    def sequence(self, key:str) -> Sequence:
+    def sequence(self, key: str) -> Sequence:
         "A sequence by id or repo name."
         for s in self.sequences:
-            if key in (s.id, s.repo): return s
-        raise KeyError(f"Sequence {key!r} is not in benchmark {self.name!r}; it has {', '.join(s.id for s in self.sequences)}.")
+            if key in (s.id, s.repo):
+                return s
+        raise KeyError(
+            f"Sequence {key!r} is not in benchmark {self.name!r}; it has {', '.join(s.id for s in self.sequences)}."
+        )
 
-    def links_for(self, related_id:str, confidence:str|None=None) -> list:
+    def links_for(self, related_id: str, confidence: str | None = None) -> list:
         "Oracle links of one task, optionally only those of a given confidence."
-        return [l for l in self.links if l.related_id == related_id and (confidence is None or l.confidence == confidence)]
+        return [
+            l for l in self.links if l.related_id == related_id and (confidence is None or l.confidence == confidence)
+        ]
 
-    def to_cl_json(self, evaluation_metrics:dict|None=None) -> dict:
+    def to_cl_json(self, evaluation_metrics: dict | None = None) -> dict:
         "The SWE-Bench-CL file object (metadata, evaluation_metrics, sequences)."
         meta = dict(self.metadata)
-        meta.update(num_sequences=len(self.sequences), total_tasks=sum(len(s) for s in self.sequences),
-                    repositories=[s.repo for s in self.sequences])
-        out = {'metadata': meta}
-        if evaluation_metrics is not None: out['evaluation_metrics'] = evaluation_metrics
-        out['sequences'] = [s.to_cl_json() for s in self.sequences]
+        meta.update(
+            num_sequences=len(self.sequences),
+            total_tasks=sum(len(s) for s in self.sequences),
+            repositories=[s.repo for s in self.sequences],
+        )
+        out = {"metadata": meta}
+        if evaluation_metrics is not None:
+            out["evaluation_metrics"] = evaluation_metrics
+        out["sequences"] = [s.to_cl_json() for s in self.sequences]
         return out
 
-    def dumps(self, evaluation_metrics:dict|None=None) -> str:
+    def dumps(self, evaluation_metrics: dict | None = None) -> str:
         "The file text: 2-space indented JSON, ASCII-escaped, no trailing newline (the authors' layout)."
         return json.dumps(self.to_cl_json(evaluation_metrics), indent=2)
 
     @classmethod
-    def from_cl_json(cls, d:dict, name='swe-bench-cl', where='<input>') -> 'Benchmark':
+    def from_cl_json(cls, d: dict, name="swe-bench-cl", where="<input>") -> "Benchmark":
         "Read the SWE-Bench-CL file object; raises `DatasetError` naming the bad sequence/task/field."
-        if not isinstance(d, dict) or not isinstance(d.get('sequences'), list):
-            raise DatasetError(f"{where}: has no 'sequences' list, so it is not a SWE-Bench-CL file; pass a SWE-Bench-CL JSON or a SWE-bench JSONL.")
+        if not isinstance(d, dict) or not isinstance(d.get("sequences"), list):
+            raise DatasetError(
+                f"{where}: has no 'sequences' list, so it is not a SWE-Bench-CL file; pass a SWE-Bench-CL JSON or a SWE-bench JSONL."
+            )
         seqs, errors = [], []
-        for si, s in enumerate(d['sequences'], 1):
+        for si, s in enumerate(d["sequences"], 1):
             tasks = []
-            for ti, td in enumerate(s.get('tasks') or [], 1):
-                try: tasks.append(Task.from_cl_json(td, where, f'sequence {si} task {ti}'))
-                except DatasetError as e: errors.append(str(e))
-            seqs.append(Sequence(id=s.get('id') or f'sequence_{si}', repo=s.get('repo') or (tasks[0].repo if tasks else ''), tasks=tasks))
-        if errors: raise DatasetError('\n'.join(errors))
-        meta = {k: v for k, v in (d.get('metadata') or {}).items() if k not in ('num_sequences', 'total_tasks', 'repositories')}
+            for ti, td in enumerate(s.get("tasks") or [], 1):
+                try:
+                    tasks.append(Task.from_cl_json(td, where, f"sequence {si} task {ti}"))
+                except DatasetError as e:
+                    errors.append(str(e))
+            seqs.append(
+                Sequence(
+                    id=s.get("id") or f"sequence_{si}",
+                    repo=s.get("repo") or (tasks[0].repo if tasks else ""),
+                    tasks=tasks,
+                )
+            )
+        if errors:
+            raise DatasetError("\n".join(errors))
+        meta = {
+            k: v
+            for k, v in (d.get("metadata") or {}).items()
+            if k not in ("num_sequences", "total_tasks", "repositories")
+        }
         return cls(name=name, sequences=seqs, metadata=meta)
 
 # %% ../nbs/00_schema.ipynb #b0374a55
 @dataclass
 class Experience:
     "A past attempt: what memory stores and retrieves."
+
     task_id: str
     repo: str
-    problem_statement: str = ''
-    summary: str = ''
-    patch: str = ''
-    trajectory: str = ''
-    sequence_id: str|None = None
-    position: int|None = None
-    success: bool|None = None  # None: not graded (e.g. the ContextBench pool does not record it)
+    problem_statement: str = ""
+    summary: str = ""
+    patch: str = ""
+    trajectory: str = ""
+    sequence_id: str | None = None
+    position: int | None = None
+    success: bool | None = None  # None: not graded (e.g. the ContextBench pool does not record it)
     tool_counts: dict = field(default_factory=dict)
     tokens: dict = field(default_factory=dict)
-    seconds: float|None = None
-    source: str = ''  # 'agent' | 'contextbench-pool' | 'gold'
+    seconds: float | None = None
+    source: str = ""  # 'agent' | 'contextbench-pool' | 'gold'
 
-    def to_dict(self) -> dict: return asdict(self)
+    def to_dict(self) -> dict:
+        return asdict(self)
+
     @classmethod
-    def from_dict(cls, d:dict) -> 'Experience': return cls(**{k: v for k, v in d.items() if k in {f.name for f in fields(cls)}})
+    def from_dict(cls, d: dict) -> "Experience":
+        return cls(**{k: v for k, v in d.items() if k in {f.name for f in fields(cls)}})

@@ -4,11 +4,16 @@
 
 # %% ../nbs/02_similarity.ipynb #18a10adc
 from __future__ import annotations
-import csv, random
+
+import csv
+import random
 from itertools import combinations
 from pathlib import Path
-import numpy as np, pandas as pd
+
+import numpy as np
+import pandas as pd
 from sklearn.feature_extraction.text import TfidfVectorizer
+
 from .schema import *
 
 # %% auto #0
@@ -16,23 +21,31 @@ __all__ = ['AUTHORS_GROUP_NAMES', 'jaccard', 'tfidf_cosine', 'candidate_pairs', 
            'similarity_table', 'averages', 'similarity_histograms']
 
 # %% ../nbs/02_similarity.ipynb #5dee665b
-def jaccard(a:str, b:str) -> float:
+def jaccard(a: str, b: str) -> float:
     "Jaccard similarity of the whitespace-token sets of two texts (0 when both are empty)."
     A, B = set(a.split()), set(b.split())
     return len(A & B) / len(A | B) if A | B else 0.0
 
-def tfidf_cosine(a:str, b:str) -> float:
+
+def tfidf_cosine(a: str, b: str) -> float:
     "Cosine of TF-IDF vectors from a `TfidfVectorizer()` fitted on just this pair (0 when either has no term)."
-    try: X = TfidfVectorizer().fit_transform([a, b])
-    except ValueError: return 0.0  # empty vocabulary
+    try:
+        X = TfidfVectorizer().fit_transform([a, b])
+    except ValueError:
+        return 0.0  # empty vocabulary
     return float((X[0] @ X[1].T).toarray()[0, 0])  # rows are L2-normalised
 
 # %% ../nbs/02_similarity.ipynb #0cd9cb25
-def candidate_pairs(seq:Sequence, disjoint:bool=True) -> list:
+def candidate_pairs(seq: Sequence, disjoint: bool = True) -> list:
     "(A, B) task pairs with A before B in `seq`; with `disjoint`, only pairs whose modified files do not overlap."
-    return [(a, b) for a, b in combinations(seq.tasks, 2) if not disjoint or not set(a.modified_files) & set(b.modified_files)]
+    return [
+        (a, b)
+        for a, b in combinations(seq.tasks, 2)
+        if not disjoint or not set(a.modified_files) & set(b.modified_files)
+    ]
 
-def sample_pairs(b:Benchmark, per_repo:int=20, seed:int=0, disjoint:bool=True) -> list:
+
+def sample_pairs(b: Benchmark, per_repo: int = 20, seed: int = 0, disjoint: bool = True) -> list:
     "The authors' sampling: up to `per_repo` pairs per sequence, A before B, disjoint files, seeded."
     rng, out = random.Random(seed), []
     for s in b.sequences:
@@ -40,66 +53,116 @@ def sample_pairs(b:Benchmark, per_repo:int=20, seed:int=0, disjoint:bool=True) -
         out += [c[i] for i in sorted(rng.sample(range(len(c)), min(per_repo, len(c))))]
     return out
 
-def all_pairs(b:Benchmark, disjoint:bool=False) -> list:
+
+def all_pairs(b: Benchmark, disjoint: bool = False) -> list:
     "Every A-before-B pair of every sequence."
     return [p for s in b.sequences for p in candidate_pairs(s, disjoint)]
 
-def pairs_from_csv(path, b:Benchmark) -> list:
+
+def pairs_from_csv(path, b: Benchmark) -> list:
     "Task pairs listed in a CSV with `task_a_id`, `task_b_id` columns; unknown ids are named in the error."
     by_id = {t.instance_id: t for t in b.tasks}
     out, missing = [], []
-    with open(path, newline='') as f:
+    with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
-    if rows and not {'task_a_id', 'task_b_id'} <= set(rows[0]):
-        raise DatasetError(f"{path}: needs columns task_a_id and task_b_id, found {list(rows[0])}; pass a pair list like overlap_table.csv.")
+    if rows and not {"task_a_id", "task_b_id"} <= set(rows[0]):
+        raise DatasetError(
+            f"{path}: needs columns task_a_id and task_b_id, found {list(rows[0])}; pass a pair list like overlap_table.csv."
+        )
     for i, r in enumerate(rows, 2):
-        for k in ('task_a_id', 'task_b_id'):
-            if r[k] not in by_id: missing.append(row_error(path, i, k, f"names {r[k]!r}, which is not in dataset {b.name!r}"))
-        if r['task_a_id'] in by_id and r['task_b_id'] in by_id: out.append((by_id[r['task_a_id']], by_id[r['task_b_id']]))
-    if missing: raise DatasetError('\n'.join(missing))
+        for k in ("task_a_id", "task_b_id"):
+            if r[k] not in by_id:
+                missing.append(row_error(path, i, k, f"names {r[k]!r}, which is not in dataset {b.name!r}"))
+        if r["task_a_id"] in by_id and r["task_b_id"] in by_id:
+            out.append((by_id[r["task_a_id"]], by_id[r["task_b_id"]]))
+    if missing:
+        raise DatasetError("\n".join(missing))
     return out
 
 # %% ../nbs/02_similarity.ipynb #76dcfd30
-AUTHORS_GROUP_NAMES = {1: 'easy', 3: 'medium', 4: 'hard'}  # how the authors' difficulty table names scores
+AUTHORS_GROUP_NAMES = {1: "easy", 3: "medium", 4: "hard"}  # how the authors' difficulty table names scores
 
-def _group(a:int|None, b:int|None, names:dict=DIFFICULTY_NAMES) -> tuple:
+
+def _group(a: int | None, b: int | None, names: dict = DIFFICULTY_NAMES) -> tuple:
     "('within', 'easy') or ('across', 'easy-hard') from two difficulty scores."
-    na, nb = names.get(a, f'score {a}'), names.get(b, f'score {b}')
-    if a == b: return 'within', na
+    na, nb = names.get(a, f"score {a}"), names.get(b, f"score {b}")
+    if a == b:
+        return "within", na
     lo, hi = sorted([a or 99, b or 99])
-    return 'across', f"{names.get(lo, f'score {lo}')}-{names.get(hi, f'score {hi}')}"
+    return "across", f"{names.get(lo, f'score {lo}')}-{names.get(hi, f'score {hi}')}"
 
-def similarity_table(pairs:list, progress:bool=False, names:dict=DIFFICULTY_NAMES) -> pd.DataFrame:
+
+def similarity_table(pairs: list, progress: bool = False, names: dict = DIFFICULTY_NAMES) -> pd.DataFrame:
     "One row per pair: repo, task ids, difficulties, difficulty group (named by `names`), jaccard, cosine."
     it = pairs
     if progress:
         from tqdm.auto import tqdm
-        it = tqdm(pairs, desc='patch similarity', unit='pair')
+
+        it = tqdm(pairs, desc="patch similarity", unit="pair")
     rows = []
     for a, b in it:
         kind, grp = _group(a.difficulty_score, b.difficulty_score, names)
-        rows.append({'repo': a.repo, 'task_a_id': a.instance_id, 'task_b_id': b.instance_id, 'task_a_difficulty': a.difficulty_score,
-                     'task_b_difficulty': b.difficulty_score, 'pair_type': kind, 'group': grp,
-                     'jaccard': jaccard(a.patch, b.patch), 'cosine': tfidf_cosine(a.patch, b.patch)})
-    return pd.DataFrame(rows, columns=['repo', 'task_a_id', 'task_b_id', 'task_a_difficulty', 'task_b_difficulty', 'pair_type', 'group', 'jaccard', 'cosine'])
+        rows.append(
+            {
+                "repo": a.repo,
+                "task_a_id": a.instance_id,
+                "task_b_id": b.instance_id,
+                "task_a_difficulty": a.difficulty_score,
+                "task_b_difficulty": b.difficulty_score,
+                "pair_type": kind,
+                "group": grp,
+                "jaccard": jaccard(a.patch, b.patch),
+                "cosine": tfidf_cosine(a.patch, b.patch),
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "repo",
+            "task_a_id",
+            "task_b_id",
+            "task_a_difficulty",
+            "task_b_difficulty",
+            "pair_type",
+            "group",
+            "jaccard",
+            "cosine",
+        ],
+    )
 
-def averages(df:pd.DataFrame, by=None) -> pd.DataFrame:
+
+def averages(df: pd.DataFrame, by=None) -> pd.DataFrame:
     "Mean Jaccard and cosine (and n, share with cosine > 0.4), overall or per group column(s)."
-    agg = dict(n=('jaccard', 'size'), jaccard=('jaccard', 'mean'), cosine=('cosine', 'mean'), cosine_gt_0_4=('cosine', lambda c: int((c > 0.4).sum())))
-    if by is None: res = df.assign(_all='all').groupby('_all').agg(**agg).reset_index(drop=True)
-    else: res = df.groupby(by).agg(**agg).reset_index()
-    return res.astype({'n': int, 'cosine_gt_0_4': int})
+    agg = dict(
+        n=("jaccard", "size"),
+        jaccard=("jaccard", "mean"),
+        cosine=("cosine", "mean"),
+        cosine_gt_0_4=("cosine", lambda c: int((c > 0.4).sum())),
+    )
+    if by is None:
+        res = df.assign(_all="all").groupby("_all").agg(**agg).reset_index(drop=True)
+    else:
+        res = df.groupby(by).agg(**agg).reset_index()
+    return res.astype({"n": int, "cosine_gt_0_4": int})
 
 # %% ../nbs/02_similarity.ipynb #df5e9418
-def similarity_histograms(df:pd.DataFrame, title:str='', path=None):
+def similarity_histograms(df: pd.DataFrame, title: str = "", path=None):
     "The paper's Figure 1: histograms of Jaccard (left) and cosine (right); saved to `path` when given."
-    import matplotlib; import matplotlib.pyplot as plt
+    import matplotlib
+    import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for ax, col, label in zip(axes, ['jaccard', 'cosine'], ['Jaccard similarity (token sets)', 'Cosine similarity (TF-IDF)']):
-        ax.hist(df[col], bins=30, range=(0, 1), color='#4C72B0', edgecolor='white')
-        ax.axvline(df[col].mean(), color='#C44E52', ls='--', label=f'mean {df[col].mean():.4f}')
-        ax.set_xlabel(label); ax.set_ylabel('pairs'); ax.legend()
-    fig.suptitle(title or f'Patch-level similarity across {len(df)} task pairs')
+    for ax, col, label in zip(
+        axes, ["jaccard", "cosine"], ["Jaccard similarity (token sets)", "Cosine similarity (TF-IDF)"]
+    ):
+        ax.hist(df[col], bins=30, range=(0, 1), color="#4C72B0", edgecolor="white")
+        ax.axvline(df[col].mean(), color="#C44E52", ls="--", label=f"mean {df[col].mean():.4f}")
+        ax.set_xlabel(label)
+        ax.set_ylabel("pairs")
+        ax.legend()
+    fig.suptitle(title or f"Patch-level similarity across {len(df)} task pairs")
     fig.tight_layout()
-    if path: fig.savefig(path, dpi=110); plt.close(fig)
+    if path:
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
     return fig

@@ -4,12 +4,15 @@
 
 # %% ../nbs/06_tools.ipynb #d15e1c1a
 from __future__ import annotations
-import json, re, shlex
+
+import json
+import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Callable
 
 # %% auto #0
-__all__ = ['SERIOUS', 'ToolResult', 'Tool', 'truncate', 'lint', 'new_problems', 'Toolbox']
+__all__ = ['SERIOUS', 'ToolResult', 'Tool', 'tool_schema', 'truncate', 'lint', 'new_problems', 'Toolbox']
 
 # %% ../nbs/06_tools.ipynb #8ce3bb2f
 @dataclass
@@ -18,170 +21,301 @@ class ToolResult:
     error: bool = False
     done: bool = False  # submit
 
+
 @dataclass
 class Tool:
     name: str
     description: str
     parameters: dict  # JSON schema of the arguments
     fn: Callable
-    def spec(self) -> dict: return {'name': self.name, 'description': self.description, 'parameters': self.parameters}
 
-def _schema(required:list=(), **props) -> dict:
-    return {'type': 'object', 'properties': {k: ({'type': v} if isinstance(v, str) else v) | {} for k, v in props.items()}, 'required': list(required)}
+    def spec(self) -> dict:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
-def truncate(text:str, limit:int) -> str:
+
+def tool_schema(required: list = (), **props) -> dict:
+    return {
+        "type": "object",
+        "properties": {k: ({"type": v} if isinstance(v, str) else v) | {} for k, v in props.items()},
+        "required": list(required),
+    }
+
+
+def truncate(text: str, limit: int) -> str:
     "Keep the head and the tail of long output, saying how much was cut."
-    if len(text) <= limit: return text
-    return text[:limit // 2] + f'\n[... {len(text) - limit} characters cut ...]\n' + text[-limit // 2:]
+    if len(text) <= limit:
+        return text
+    return text[: limit // 2] + f"\n[... {len(text) - limit} characters cut ...]\n" + text[-limit // 2 :]
 
 # %% ../nbs/06_tools.ipynb #4014f499
-SERIOUS = ('UndefinedName', 'UndefinedExport', 'UndefinedLocal', 'syntax')
+SERIOUS = ("UndefinedName", "UndefinedExport", "UndefinedLocal", "syntax")
 
-def lint(text:str, filename:str='file.py') -> list:
+
+def lint(text: str, filename: str = "file.py") -> list:
     "pyflakes findings of `text` as (kind, line, message)."
-    from pyflakes import api, reporter as rep
+    from pyflakes import api
+    from pyflakes import reporter as rep
+
     out = []
+
     class R(rep.Reporter):
-        def __init__(self): pass
-        def unexpectedError(self, f, msg): out.append(('syntax', 0, str(msg)))
-        def syntaxError(self, f, msg, lineno, offset, text): out.append(('syntax', lineno or 0, f'SyntaxError: {msg}'))
-        def flake(self, m): out.append((type(m).__name__, m.lineno, m.message % m.message_args))
+        def __init__(self):
+            pass
+
+        def unexpectedError(self, f, msg):
+            out.append(("syntax", 0, str(msg)))
+
+        def syntaxError(self, f, msg, lineno, offset, text):
+            out.append(("syntax", lineno or 0, f"SyntaxError: {msg}"))
+
+        def flake(self, m):
+            out.append((type(m).__name__, m.lineno, m.message % m.message_args))
+
     api.check(text, filename, R())
     return out
 
-def new_problems(before:str, after:str, filename:str='file.py') -> list:
+
+def new_problems(before: str, after: str, filename: str = "file.py") -> list:
     "Serious findings in `after` that `before` did not have (compared without line numbers)."
-    old = {(k, re.sub(r'line \d+', '', m)) for k, _, m in lint(before, filename) if k in SERIOUS}
-    return [(k, l, m) for k, l, m in lint(after, filename) if k in SERIOUS and (k, re.sub(r'line \d+', '', m)) not in old]
+    old = {(k, re.sub(r"line \d+", "", m)) for k, _, m in lint(before, filename) if k in SERIOUS}
+    return [
+        (k, l, m) for k, l, m in lint(after, filename) if k in SERIOUS and (k, re.sub(r"line \d+", "", m)) not in old
+    ]
 
 # %% ../nbs/06_tools.ipynb #c11e1100
 class Toolbox:
     "The ACI over one session: viewer state (open file, first visible line) and the tools."
-    def __init__(self, session, window:int=100, bash_timeout:float=120, max_output:int=10_000, lint:bool=True, extra:list|None=None):
-        self.s, self.window, self.bash_timeout, self.max_output, self.lint = session, window, bash_timeout, max_output, lint
+
+    def __init__(
+        self,
+        session,
+        window: int = 100,
+        bash_timeout: float = 120,
+        max_output: int = 10_000,
+        lint: bool = True,
+        extra: list | None = None,
+    ):
+        self.s, self.window, self.bash_timeout, self.max_output, self.lint = (
+            session,
+            window,
+            bash_timeout,
+            max_output,
+            lint,
+        )
         self.file, self.top = None, 1
         self.tools = {t.name: t for t in self._tools() + list(extra or [])}
 
-    def specs(self) -> list: return [t.spec() for t in self.tools.values()]
+    def specs(self) -> list:
+        return [t.spec() for t in self.tools.values()]
 
-    def call(self, name:str, args:dict) -> ToolResult:
+    def call(self, name: str, args: dict) -> ToolResult:
         "Run a tool by name; unknown tools and bad arguments are reported to the model, never raised."
         t = self.tools.get(name)
-        if t is None: return ToolResult(f"Unknown tool {name!r}; available: {', '.join(self.tools)}.", error=True)
-        missing = [k for k in t.parameters.get('required', []) if k not in (args or {})]
-        if missing: return ToolResult(f"{name}: missing argument(s) {', '.join(missing)}.", error=True)
-        unknown = [k for k in (args or {}) if k not in t.parameters['properties']]
-        if unknown: return ToolResult(f"{name}: unknown argument(s) {', '.join(unknown)}; expected {', '.join(t.parameters['properties'])}.", error=True)
-        try: return t.fn(**(args or {}))
-        except Exception as e: return ToolResult(f'{name} failed: {type(e).__name__}: {e}', error=True)
+        if t is None:
+            return ToolResult(f"Unknown tool {name!r}; available: {', '.join(self.tools)}.", error=True)
+        missing = [k for k in t.parameters.get("required", []) if k not in (args or {})]
+        if missing:
+            return ToolResult(f"{name}: missing argument(s) {', '.join(missing)}.", error=True)
+        unknown = [k for k in (args or {}) if k not in t.parameters["properties"]]
+        if unknown:
+            return ToolResult(
+                f"{name}: unknown argument(s) {', '.join(unknown)}; expected {', '.join(t.parameters['properties'])}.",
+                error=True,
+            )
+        try:
+            return t.fn(**(args or {}))
+        except Exception as e:
+            return ToolResult(f"{name} failed: {type(e).__name__}: {e}", error=True)
 
     # --- helpers
-    def _sh(self, cmd:str, timeout=None): return self.s.run(cmd, timeout=timeout or self.bash_timeout, max_output=self.max_output * 4)
-    def _lines(self, path:str) -> list: return self.s.read_file(path).split('\n')
-    def _view(self, note:str='') -> ToolResult:
-        lines = self._lines(self.file); n = len(lines)
+    def _sh(self, cmd: str, timeout=None):
+        return self.s.run(cmd, timeout=timeout or self.bash_timeout, max_output=self.max_output * 4)
+
+    def _lines(self, path: str) -> list:
+        return self.s.read_file(path).split("\n")
+
+    def _view(self, note: str = "") -> ToolResult:
+        lines = self._lines(self.file)
+        n = len(lines)
         self.top = max(1, min(self.top, max(1, n - self.window + 1)))
         end = min(n, self.top + self.window - 1)
-        body = '\n'.join(f'{i}:{lines[i - 1]}' for i in range(self.top, end + 1))
-        head = f'[File: {self.file} ({n} lines total)]\n' + (f'({self.top - 1} more lines above)\n' if self.top > 1 else '')
-        tail = f'\n({n - end} more lines below)' if end < n else ''
-        return ToolResult((note + '\n' if note else '') + head + body + tail)
+        body = "\n".join(f"{i}:{lines[i - 1]}" for i in range(self.top, end + 1))
+        head = f"[File: {self.file} ({n} lines total)]\n" + (
+            f"({self.top - 1} more lines above)\n" if self.top > 1 else ""
+        )
+        tail = f"\n({n - end} more lines below)" if end < n else ""
+        return ToolResult((note + "\n" if note else "") + head + body + tail)
 
     def _tools(self) -> list:
         return [
-            Tool('find_file', 'Find files whose name matches a pattern (shell glob, e.g. "*.py" or "utils.py") under a directory.',
-                 _schema(['file_name'], file_name='string', dir='string'), self.find_file),
-            Tool('search_dir', 'Search for a text in all files under a directory; lists matching files with match counts.',
-                 _schema(['search_term'], search_term='string', dir='string'), self.search_dir),
-            Tool('search_file', 'Search for a text in one file (default: the open file); lists matching lines with numbers.',
-                 _schema(['search_term'], search_term='string', file='string'), self.search_file),
-            Tool('open', f'Open a file in the viewer ({self.window} lines with line numbers), optionally centred on a line.',
-                 _schema(['path'], path='string', line_number='integer'), self.open),
-            Tool('goto', 'Move the viewer to a line of the open file.', _schema(['line_number'], line_number='integer'), self.goto),
-            Tool('scroll_down', 'Scroll the viewer down one window.', _schema(), self.scroll_down),
-            Tool('scroll_up', 'Scroll the viewer up one window.', _schema(), self.scroll_up),
-            Tool('edit', 'Replace lines start_line..end_line (inclusive, 1-based) of the open file with replacement text. '
-                 'Python edits that introduce syntax errors or undefined names are rejected and the file is left unchanged.',
-                 _schema(['start_line', 'end_line', 'replacement'], start_line='integer', end_line='integer', replacement='string'), self.edit),
-            Tool('create', 'Create a new file with the given content (empty by default) and open it.',
-                 _schema(['path'], path='string', content='string'), self.create),
-            Tool('bash', f'Run a shell command in the repository (no network; {self.bash_timeout:.0f} s timeout); output is truncated.',
-                 _schema(['command'], command='string'), self.bash),
-            Tool('submit', 'Submit the current changes to the repository as the final answer.', _schema(), self.submit),
+            Tool(
+                "find_file",
+                'Find files whose name matches a pattern (shell glob, e.g. "*.py" or "utils.py") under a directory.',
+                tool_schema(["file_name"], file_name="string", dir="string"),
+                self.find_file,
+            ),
+            Tool(
+                "search_dir",
+                "Search for a text in all files under a directory; lists matching files with match counts.",
+                tool_schema(["search_term"], search_term="string", dir="string"),
+                self.search_dir,
+            ),
+            Tool(
+                "search_file",
+                "Search for a text in one file (default: the open file); lists matching lines with numbers.",
+                tool_schema(["search_term"], search_term="string", file="string"),
+                self.search_file,
+            ),
+            Tool(
+                "open",
+                f"Open a file in the viewer ({self.window} lines with line numbers), optionally centred on a line.",
+                tool_schema(["path"], path="string", line_number="integer"),
+                self.open,
+            ),
+            Tool(
+                "goto",
+                "Move the viewer to a line of the open file.",
+                tool_schema(["line_number"], line_number="integer"),
+                self.goto,
+            ),
+            Tool("scroll_down", "Scroll the viewer down one window.", tool_schema(), self.scroll_down),
+            Tool("scroll_up", "Scroll the viewer up one window.", tool_schema(), self.scroll_up),
+            Tool(
+                "edit",
+                "Replace lines start_line..end_line (inclusive, 1-based) of the open file with replacement text. "
+                "Python edits that introduce syntax errors or undefined names are rejected and the file is left unchanged.",
+                tool_schema(
+                    ["start_line", "end_line", "replacement"],
+                    start_line="integer",
+                    end_line="integer",
+                    replacement="string",
+                ),
+                self.edit,
+            ),
+            Tool(
+                "create",
+                "Create a new file with the given content (empty by default) and open it.",
+                tool_schema(["path"], path="string", content="string"),
+                self.create,
+            ),
+            Tool(
+                "bash",
+                f"Run a shell command in the repository (no network; {self.bash_timeout:.0f} s timeout); output is truncated.",
+                tool_schema(["command"], command="string"),
+                self.bash,
+            ),
+            Tool("submit", "Submit the current changes to the repository as the final answer.", tool_schema(), self.submit),
         ]
 
     # --- tools
-    def find_file(self, file_name:str, dir:str='.') -> ToolResult:
-        r = self._sh(f"find {shlex.quote(dir)} -path ./.git -prune -o -type f -name {shlex.quote(file_name)} -print | sort | head -101")
-        hits = [l.removeprefix('./') for l in r.output.split('\n') if l.strip()]
-        if not hits: return ToolResult(f'No file named {file_name!r} under {dir}.')
-        more = ' (first 100 shown)' if len(hits) > 100 else ''
-        return ToolResult(f'{min(len(hits), 100)} file(s) named {file_name!r} under {dir}{more}:\n' + '\n'.join(hits[:100]))
+    def find_file(self, file_name: str, dir: str = ".") -> ToolResult:
+        r = self._sh(
+            f"find {shlex.quote(dir)} -path ./.git -prune -o -type f -name {shlex.quote(file_name)} -print | sort | head -101"
+        )
+        hits = [l.removeprefix("./") for l in r.output.split("\n") if l.strip()]
+        if not hits:
+            return ToolResult(f"No file named {file_name!r} under {dir}.")
+        more = " (first 100 shown)" if len(hits) > 100 else ""
+        return ToolResult(
+            f"{min(len(hits), 100)} file(s) named {file_name!r} under {dir}{more}:\n" + "\n".join(hits[:100])
+        )
 
-    def search_dir(self, search_term:str, dir:str='.') -> ToolResult:
-        r = self._sh(f"grep -rIc --exclude-dir=.git -F -e {shlex.quote(search_term)} {shlex.quote(dir)} | grep -v ':0$' | sort | head -101")
-        hits = [l.removeprefix('./') for l in r.output.split('\n') if l.strip() and ':' in l]
-        if not hits: return ToolResult(f'No matches for {search_term!r} in {dir}.')
-        total = sum(int(h.rsplit(':', 1)[1]) for h in hits)
-        return ToolResult(f'{total} matches for {search_term!r} in {len(hits)} file(s) under {dir}' + (' (first 100 files)' if len(hits) > 100 else '') + ':\n'
-                          + '\n'.join(f"{h.rsplit(':', 1)[0]} ({h.rsplit(':', 1)[1]} matches)" for h in hits[:100]))
+    def search_dir(self, search_term: str, dir: str = ".") -> ToolResult:
+        r = self._sh(
+            f"grep -rIc --exclude-dir=.git -F -e {shlex.quote(search_term)} {shlex.quote(dir)} | grep -v ':0$' | sort | head -101"
+        )
+        hits = [l.removeprefix("./") for l in r.output.split("\n") if l.strip() and ":" in l]
+        if not hits:
+            return ToolResult(f"No matches for {search_term!r} in {dir}.")
+        total = sum(int(h.rsplit(":", 1)[1]) for h in hits)
+        return ToolResult(
+            f"{total} matches for {search_term!r} in {len(hits)} file(s) under {dir}"
+            + (" (first 100 files)" if len(hits) > 100 else "")
+            + ":\n"
+            + "\n".join(f"{h.rsplit(':', 1)[0]} ({h.rsplit(':', 1)[1]} matches)" for h in hits[:100])
+        )
 
-    def search_file(self, search_term:str, file:str|None=None) -> ToolResult:
+    def search_file(self, search_term: str, file: str | None = None) -> ToolResult:
         f = file or self.file
-        if not f: return ToolResult('No file is open; give file= or open one first.', error=True)
+        if not f:
+            return ToolResult("No file is open; give file= or open one first.", error=True)
         r = self._sh(f"grep -nF -e {shlex.quote(search_term)} {shlex.quote(f)} | head -101")
-        if r.exit_code > 1: return ToolResult(r.output.strip() or f'Cannot read {f}.', error=True)
-        hits = [l for l in r.output.split('\n') if l.strip()]
-        if not hits: return ToolResult(f'No matches for {search_term!r} in {f}.')
-        return ToolResult(f'{len(hits)} match(es) for {search_term!r} in {f}:\n' + '\n'.join(f'{l.split(":", 1)[0]}:{l.split(":", 1)[1]}' for l in hits[:100]))
+        if r.exit_code > 1:
+            return ToolResult(r.output.strip() or f"Cannot read {f}.", error=True)
+        hits = [l for l in r.output.split("\n") if l.strip()]
+        if not hits:
+            return ToolResult(f"No matches for {search_term!r} in {f}.")
+        return ToolResult(
+            f"{len(hits)} match(es) for {search_term!r} in {f}:\n"
+            + "\n".join(f"{l.split(':', 1)[0]}:{l.split(':', 1)[1]}" for l in hits[:100])
+        )
 
-    def open(self, path:str, line_number:int|None=None) -> ToolResult:
-        p = self.s._safe(path) if hasattr(self.s, '_safe') else None
-        if p is not None and not p.is_file(): return ToolResult(f'File {path} not found.', error=True)
-        self.file = path.removeprefix('/testbed/')
+    def open(self, path: str, line_number: int | None = None) -> ToolResult:
+        p = self.s._safe(path) if hasattr(self.s, "_safe") else None
+        if p is not None and not p.is_file():
+            return ToolResult(f"File {path} not found.", error=True)
+        self.file = path.removeprefix("/testbed/")
         self.top = max(1, (line_number or 1) - self.window // 2) if line_number else 1
         return self._view()
 
-    def goto(self, line_number:int) -> ToolResult:
-        if not self.file: return ToolResult('No file is open.', error=True)
-        self.top = max(1, int(line_number) - self.window // 2); return self._view()
+    def goto(self, line_number: int) -> ToolResult:
+        if not self.file:
+            return ToolResult("No file is open.", error=True)
+        self.top = max(1, int(line_number) - self.window // 2)
+        return self._view()
 
     def scroll_down(self) -> ToolResult:
-        if not self.file: return ToolResult('No file is open.', error=True)
-        self.top += self.window; return self._view()
+        if not self.file:
+            return ToolResult("No file is open.", error=True)
+        self.top += self.window
+        return self._view()
 
     def scroll_up(self) -> ToolResult:
-        if not self.file: return ToolResult('No file is open.', error=True)
-        self.top = max(1, self.top - self.window); return self._view()
+        if not self.file:
+            return ToolResult("No file is open.", error=True)
+        self.top = max(1, self.top - self.window)
+        return self._view()
 
-    def edit(self, start_line:int, end_line:int, replacement:str) -> ToolResult:
-        if not self.file: return ToolResult('No file is open; open the file to edit first.', error=True)
+    def edit(self, start_line: int, end_line: int, replacement: str) -> ToolResult:
+        if not self.file:
+            return ToolResult("No file is open; open the file to edit first.", error=True)
         start_line, end_line = int(start_line), int(end_line)
         lines = self._lines(self.file)
         if not (1 <= start_line <= len(lines) + 1 and start_line - 1 <= end_line <= len(lines)):
-            return ToolResult(f'Invalid range {start_line}..{end_line}: {self.file} has {len(lines)} lines.', error=True)
-        before = '\n'.join(lines)
-        new = lines[:start_line - 1] + (replacement.split('\n') if replacement != '' else []) + lines[end_line:]
-        after = '\n'.join(new)
-        if self.lint and self.file.endswith('.py') and (probs := new_problems(before, after, self.file)):
-            msg = '\n'.join(f'- line {l}: {m}' for _, l, m in probs[:10])
-            r = self._view(f'Your edit was NOT applied: it introduces these errors:\n{msg}\nThe file is unchanged:')
+            return ToolResult(
+                f"Invalid range {start_line}..{end_line}: {self.file} has {len(lines)} lines.", error=True
+            )
+        before = "\n".join(lines)
+        new = lines[: start_line - 1] + (replacement.split("\n") if replacement != "" else []) + lines[end_line:]
+        after = "\n".join(new)
+        if self.lint and self.file.endswith(".py") and (probs := new_problems(before, after, self.file)):
+            msg = "\n".join(f"- line {l}: {m}" for _, l, m in probs[:10])
+            r = self._view(f"Your edit was NOT applied: it introduces these errors:\n{msg}\nThe file is unchanged:")
             return ToolResult(r.output, error=True)
         self.s.write_file(self.file, after)
         self.top = max(1, start_line - self.window // 4)
-        return self._view(f'Edited {self.file}: lines {start_line}..{end_line} replaced by {len(replacement.split(chr(10))) if replacement else 0} line(s).')
+        return self._view(
+            f"Edited {self.file}: lines {start_line}..{end_line} replaced by {len(replacement.split(chr(10))) if replacement else 0} line(s)."
+        )
 
-    def create(self, path:str, content:str='') -> ToolResult:
-        p = self.s._safe(path) if hasattr(self.s, '_safe') else None
-        if p is not None and p.exists(): return ToolResult(f'{path} already exists; open and edit it instead.', error=True)
-        self.s.write_file(path, content); return self.open(path)
+    def create(self, path: str, content: str = "") -> ToolResult:
+        p = self.s._safe(path) if hasattr(self.s, "_safe") else None
+        if p is not None and p.exists():
+            return ToolResult(f"{path} already exists; open and edit it instead.", error=True)
+        self.s.write_file(path, content)
+        return self.open(path)
 
-    def bash(self, command:str) -> ToolResult:
-        if re.match(r'^\s*(vi|vim|nano|emacs|less|more|python\s*$|ipython\s*$)\b', command):
-            return ToolResult('Interactive programs are not supported; use open/edit, or run a script.', error=True)
+    def bash(self, command: str) -> ToolResult:
+        if re.match(r"^\s*(vi|vim|nano|emacs|less|more|python\s*$|ipython\s*$)\b", command):
+            return ToolResult("Interactive programs are not supported; use open/edit, or run a script.", error=True)
         r = self._sh(command)
         out = truncate(r.output, self.max_output)
-        if r.timed_out: return ToolResult(f'{out}\n[timed out after {self.bash_timeout:.0f} s and was killed]', error=True)
-        return ToolResult((out if out.strip() else '(no output)') + (f'\n[exit code {r.exit_code}]' if r.exit_code else ''), error=False)
+        if r.timed_out:
+            return ToolResult(f"{out}\n[timed out after {self.bash_timeout:.0f} s and was killed]", error=True)
+        return ToolResult(
+            (out if out.strip() else "(no output)") + (f"\n[exit code {r.exit_code}]" if r.exit_code else ""),
+            error=False,
+        )
 
-    def submit(self) -> ToolResult: return ToolResult('Submitted.', done=True)
+    def submit(self) -> ToolResult:
+        return ToolResult("Submitted.", done=True)

@@ -1,36 +1,40 @@
-import os, shutil, subprocess, sys
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FLAGS = set(os.environ.get('SWECL_TEST_FLAGS', '').split())
+FLAGS = set(os.environ.get("SWECL_TEST_FLAGS", "").split())
 
 
 def pytest_collection_modifyitems(config, items):
     # Same flags as the notebooks: marked tests run only when their flag is forced.
     for item in items:
-        for flag in ('slow', 'docker', 'llm', 'network', 'mirror'):
+        for flag in ("slow", "docker", "llm", "network", "mirror"):
             if flag in item.keywords and flag not in FLAGS:
-                item.add_marker(pytest.mark.skip(reason=f'flag {flag!r} not requested (run with --flags {flag})'))
+                item.add_marker(pytest.mark.skip(reason=f"flag {flag!r} not requested (run with --flags {flag})"))
 
 
 def pytest_configure(config):
-    for flag in ('slow', 'docker', 'llm', 'network', 'mirror'):
-        config.addinivalue_line('markers', f'{flag}: skipped unless the {flag} test flag is given')
+    for flag in ("slow", "docker", "llm", "network", "mirror"):
+        config.addinivalue_line("markers", f"{flag}: skipped unless the {flag} test flag is given")
 
 
-@pytest.fixture(scope='session')
+@pytest.fixture(scope="session")
 def swecl_bin():
-    exe = Path(sys.executable).parent / 'swecl'
-    assert exe.exists(), 'the swecl console script is not installed in this environment; run make test'
+    exe = Path(sys.executable).parent / "swecl"
+    assert exe.exists(), "the swecl console script is not installed in this environment; run make test"
     return str(exe)
 
 
-@pytest.fixture(scope='session')
+@pytest.fixture(scope="session")
 def data_dir():
-    d = os.environ.get('SWECL_DATA_DIR')
-    if not d or not Path(d, 'swe-bench-verified.jsonl').exists():
-        pytest.skip('SWECL_DATA_DIR with the offline datasets is not set')
+    d = os.environ.get("SWECL_DATA_DIR")
+    if not d or not Path(d, "swe-bench-verified.jsonl").exists():
+        pytest.skip("SWECL_DATA_DIR with the offline datasets is not set")
     return Path(d)
 
 
