@@ -11,7 +11,7 @@ export SWECL_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/swe-bench-verified.jsonl
 export MPLBACKEND ?= Agg
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: run test install sysdeps export clean-venv
+.PHONY: run test install sysdeps export clean-venv docs
 
 $(STAMP): settings.ini setup.py pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,13 @@ test: install
 
 export: install
 	$(BIN)/nbdev_clean && $(BIN)/nbdev_export
+
+# The docs site in _docs/: nbdev_docs renders every notebook with quarto (nbs/index.ipynb is the landing page; the
+# hand-written README.md is left alone, see readme_nb in settings.ini). quarto is the `docs` extra (PyPI's quarto-cli):
+# its install downloads the quarto binary once, after which the site builds offline.
+docs: install
+	@test -x $(BIN)/quarto || $(BIN)/python -m pip install -q -e ".[docs]"
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/nbdev_docs
 
 clean-venv:
 	rm -rf $(VENV)

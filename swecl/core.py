@@ -75,14 +75,14 @@ class SandboxError(InfraError):
     default_reason = "sandbox"
 
 # %% ../nbs/00_core.ipynb #46b95344
-def append_jsonl(path: str | Path, record: dict):
-    "Append one JSON line, flushed and fsynced; a torn last line is first ended so the new record stands on its own line."
+def append_jsonl(path: str | Path, *records: dict):
+    "Append JSON lines, flushed and fsynced once; a torn last line is first ended so the new records stand on their own lines."
     with open(path, "a+b") as f:
         if f.tell() > 0:
             f.seek(-1, os.SEEK_END)
             if f.read(1) != b"\n":
                 f.write(b"\n")
-        f.write((json.dumps(record, default=str) + "\n").encode())
+        f.write("".join(json.dumps(r, default=str) + "\n" for r in records).encode())
         f.flush()
         os.fsync(f.fileno())
 

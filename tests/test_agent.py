@@ -1,13 +1,11 @@
 """End-to-end: the agent loop in a separate process, killed mid-task, leaves a readable trajectory."""
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 from swecl.agent import read_trajectory
 

@@ -1,7 +1,7 @@
 """End-to-end: the installed `swecl` console script, as a user runs it."""
 
+import csv
 import json
-from pathlib import Path
 
 from conftest import run
 
@@ -72,8 +72,6 @@ def test_similarity_reproduces_published_pairs(swecl_bin, data_dir, tmp_path):
     r = run(swecl_bin, "similarity", "--pairs", str(pairs), "--json", str(tmp_path / "sim.json"))
     assert r.returncode == 0, r.stderr
     j = json.loads((tmp_path / "sim.json").read_text())
-    import csv
-
     pub = list(csv.DictReader(open(pairs)))
     assert max(abs(p["jaccard"] - float(q["jaccard"])) for p, q in zip(j["pairs"], pub)) < 1e-6
     assert max(abs(p["cosine"] - float(q["cosine"])) for p, q in zip(j["pairs"], pub)) < 1e-6

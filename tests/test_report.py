@@ -1,12 +1,12 @@
-"""The aggregate notebook renders through papermill, as `make run` does."""
+"""The report: `swecl report` renders it in plain Python, and the papermill driver `nbs/aggregate.ipynb` renders the same."""
 
+import json
 from pathlib import Path
 
-from conftest import run
+from conftest import ROOT, run
 
 
-def test_report_renders_with_papermill(swecl_bin, data_dir, tmp_path):
-    out = tmp_path / "reports"
+def _render(swecl_bin, tmp_path, out):
     r = run(
         swecl_bin,
         "report",
@@ -19,9 +19,45 @@ def test_report_renders_with_papermill(swecl_bin, data_dir, tmp_path):
         str(tmp_path / "r.json"),
     )
     assert r.returncode == 0, r.stderr[-2000:]
+    return r
+
+
+def _body(index: Path) -> list:
+    "The index without its 'Generated <time>' line."
+    return [l for l in index.read_text().splitlines() if not l.startswith("Generated ")]
+
+
+def test_report_renders(swecl_bin, data_dir, tmp_path):
+    out = tmp_path / "reports"
+    r = _render(swecl_bin, tmp_path, out)
+    assert r.stdout == f"report written: {out / 'README.md'}\n"
     index = (out / "README.md").read_text()
     assert "Dataset statistics (Table 1)" in index and "Patch similarity" in index
     for link in ["table1_dataset_stats.md", "similarity_authors_pairs.png", "similarity_sampled_pairs.csv"]:
         assert link in index and (out / link).exists(), link
-    assert (out / "aggregate.ipynb").exists()  # the executed notebook is kept beside the report
     assert (out / "similarity_authors_pairs.png").read_bytes()[:4] == b"\x89PNG"
+    j = json.loads((tmp_path / "r.json").read_text())
+    assert j["index"] == str(out / "README.md")
+    assert j["files"] == sorted(p.name for p in out.iterdir())
+    assert not list(out.glob("*.ipynb"))  # no notebook is run
+
+
+def test_aggregate_notebook_renders_the_same(swecl_bin, data_dir, tmp_path):
+    import papermill as pm  # the driver notebook's runner
+
+    _render(swecl_bin, tmp_path, tmp_path / "reports")
+    out = tmp_path / "pm"
+    out.mkdir()
+    pm.execute_notebook(
+        str(ROOT / "nbs" / "aggregate.ipynb"),
+        str(out / "aggregate.ipynb"),
+        kernel_name="python3",
+        progress_bar=False,
+        parameters=dict(results=str(tmp_path / "results"), out=str(out), all_pairs=False),
+        cwd=str(tmp_path),
+    )
+    assert (out / "aggregate.ipynb").exists()  # the executed notebook is kept beside the report
+    assert _body(out / "README.md") == _body(tmp_path / "reports" / "README.md")
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [p.name for p in (tmp_path / "reports").iterdir()] + ["aggregate.ipynb"]
+    )

@@ -3,14 +3,17 @@
 import os
 import re
 import subprocess
+import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
-from swecl.datasets import cache_dir
+from swecl.core import cache_dir
+from swecl.isolation import SANDBOX_UID, Limits, nproc_of, sandbox_uid
 from swecl.mini import load_mini
-from swecl.sandbox import SANDBOX_UID, Limits, LocalSandbox, _nproc_of, sandbox_uid
+from swecl.sandbox import LocalSandbox
 
 MINI = load_mini()
 MIRROR = MINI.metadata["mirror"]
@@ -70,15 +73,44 @@ def test_secrets_of_the_parent_are_not_visible(monkeypatch):
     assert "HOME=/tmp/home" in r.output
 
 
+def marked_processes(marker: str, uid: int) -> int:
+    "How many processes of `uid` carry `marker` in their command line: one sandboxed command's shell and its forks."
+    n = 0
+    for p in Path("/proc").iterdir():
+        try:
+            n += p.name.isdigit() and p.stat().st_uid == uid and marker.encode() in (p / "cmdline").read_bytes()
+        except OSError:
+            pass  # the process ended while we looked
+    return n
+
+
 def test_fork_bomb_is_contained():
-    before = _nproc_of(sandbox_uid())
+    # Only this bomb's processes are counted (a unique marker in the command line, which every fork of the shell
+    # keeps), so other sandboxes running as the same user on the machine do not disturb the count.
+    marker = f"swecl-bomb-{uuid.uuid4().hex}"
     lim = Limits(timeout=20, processes=64, cpu_seconds=30)
+    peak, done = [0], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            peak[0] = max(peak[0], marked_processes(marker, sandbox_uid()))
+            time.sleep(0.05)
+
     with LocalSandbox([MIRROR], limits=lim).open(TASK) as s:
+        others = nproc_of(sandbox_uid())  # the limit is per user: what the user runs already is added to it
+        watcher = threading.Thread(target=watch)
+        watcher.start()
         t0 = time.time()
-        r = s.run("bomb() { bomb | bomb & }; bomb; sleep 2; echo survived", timeout=20)
+        try:
+            s.run(f": {marker}; bomb() {{ bomb | bomb & }}; bomb; sleep 2; echo survived", timeout=20)
+        finally:
+            done.set()
+            watcher.join()
         assert time.time() - t0 < 25
+    assert peak[0] > 8, peak  # the bomb ran, and its processes were seen
+    assert peak[0] <= others + lim.processes + 8, (peak, others)  # the process limit held
     time.sleep(1)
-    assert _nproc_of(sandbox_uid()) <= before + 2  # nothing left running on the host
+    assert marked_processes(marker, sandbox_uid()) == 0  # nothing of it left running on the host
     assert subprocess.run(["true"]).returncode == 0  # the host can still start processes
 
 
@@ -97,20 +129,27 @@ def test_cpu_and_file_size_limits():
         assert "rc=0" not in r.output and int(r.output.split()[-1]) <= 5 << 20, r.output
 
 
+def unique_sleep(seconds: int) -> str:
+    "A sleep duration no other process on the machine uses (e.g. `300.123456`), to find this test's sleeps by."
+    return f"{seconds}.{uuid.uuid4().int % 10**6:06d}"
+
+
 def test_runaway_command_is_killed_with_its_process_group(session):
+    d = unique_sleep(300)
     t0 = time.time()
-    r = session.run("sleep 300 & sleep 300", timeout=2)
+    r = session.run(f"sleep {d} & sleep {d}", timeout=2)
     assert r.timed_out and time.time() - t0 < 10
     time.sleep(0.5)
-    ps = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True)
+    ps = subprocess.run(["pgrep", "-f", f"sleep {d}"], capture_output=True, text=True)
     assert ps.stdout.strip() == "", "a sandboxed process survived its timeout"
 
 
 def test_background_process_does_not_outlive_the_command(session):
-    r = session.run("(setsid sleep 301 &) ; nohup sleep 302 >/dev/null 2>&1 & echo started")
+    d1, d2 = unique_sleep(301), unique_sleep(302)
+    r = session.run(f"(setsid sleep {d1} &) ; nohup sleep {d2} >/dev/null 2>&1 & echo started")
     assert "started" in r.output and r.seconds < 10
     time.sleep(0.5)
-    ps = subprocess.run(["pgrep", "-f", "sleep 30[12]"], capture_output=True, text=True)
+    ps = subprocess.run(["pgrep", "-f", f"sleep ({d1}|{d2})"], capture_output=True, text=True)
     assert ps.stdout.strip() == "", "a background process outlived its command"
 
 
