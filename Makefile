@@ -11,7 +11,7 @@ export SWECL_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/swe-bench-verified.jsonl
 export MPLBACKEND ?= Agg
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: run test install sysdeps export clean-venv docs
+.PHONY: run test lint install sysdeps export clean-venv docs
 
 $(STAMP): settings.ini setup.py pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,18 +29,22 @@ run: install
 	$(BIN)/swecl run --plan offline --out results
 	$(BIN)/swecl report --results results --out reports
 
-test: install
+test: install lint
 	$(BIN)/python scripts/run_tests.py
+
+# ruff: lint everything, check the format of the sources (swecl/ is generated from nbs/)
+lint: install
+	$(BIN)/ruff check nbs swecl tests scripts
+	$(BIN)/ruff format --check nbs tests scripts
 
 export: install
 	$(BIN)/nbdev_clean && $(BIN)/nbdev_export
 
-# The docs site in _docs/: nbdev_docs renders every notebook with quarto (nbs/index.ipynb is the landing page; the
-# hand-written README.md is left alone, see readme_nb in settings.ini). quarto is the `docs` extra (PyPI's quarto-cli):
-# its install downloads the quarto binary once, after which the site builds offline.
+# The docs site in _docs/, offline: scripts/build_docs.py runs nbdev's notebook processing (show_doc), then quarto as
+# nbdev_docs does when quarto is on PATH, else nbconvert (pure Python). quarto cannot be installed offline: it is the
+# `docs` extra (pip install -e ".[docs]", online). nbs/index.ipynb is the landing page; README.md is left alone.
 docs: install
-	@test -x $(BIN)/quarto || $(BIN)/python -m pip install -q -e ".[docs]"
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/nbdev_docs
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python scripts/build_docs.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -29,6 +29,7 @@ import nbformat
 import yaml
 from nbconvert import HTMLExporter
 from nbdev.config import get_config
+from nbdev.doclinks import nbglob
 from pygments.formatters import HtmlFormatter
 
 # pandoc's link attributes, which show_doc writes after its [source](...) link: `{target="_blank" style="..."}`
@@ -134,14 +135,12 @@ def _page(title: str, description: str, body: str, nav: list, current: str, site
 
 def _html_name(notebook: str) -> str:
     "The page quarto writes for a notebook nbdev processed: its name without the number prefix (`00_core` -> `core`)."
-    return (
-        "index.html"
-        if notebook.startswith("index.")
-        else re.sub(r"^\d+[a-zA-Z0-9]*_", "", notebook.lower())[:-6] + ".html"
-    )
+    if notebook.startswith("index."):
+        return "index.html"
+    return re.sub(r"^\d+[a-zA-Z0-9]*_", "", Path(notebook).stem.lower()) + ".html"
 
 
-def _links(body: str, pages: dict, site_url: str) -> str:
+def _offline_html(body: str, pages: dict, site_url: str) -> str:
     "Links made to work offline, as quarto's: nbdev's absolute doc links and `X.ipynb` links to the page, relative."
     if site_url:
         body = body.replace(f'href="{site_url.rstrip("/")}/', 'href="')
@@ -150,6 +149,8 @@ def _links(body: str, pages: dict, site_url: str) -> str:
         lambda m: f'href="{pages.get(m.group(1)) or _html_name(m.group(1))}{m.group(2) or ""}"',
         body,
     )
+    # a `\|` in a table cell is a pipe that does not end the cell; pandoc drops the backslash, even in code
+    body = re.sub(r"<t([dh])([^>]*)>(.*?)</t\1>", lambda m: m.group(0).replace("\\|", "|"), body, flags=re.S)
     # heading anchors as pandoc makes them (`InfraError` -> `#infraerror`), which nbdev's doc links point at
     return re.sub(r'(id="|href="#)([^"]+)"', lambda m: f'{m.group(1)}{m.group(2).lower()}"', body)
 
@@ -171,7 +172,7 @@ def render_nbconvert(cfg, notebooks: list, proc: Path, out: Path) -> int:
     (out / "style.css").write_text(_CSS + HtmlFormatter().get_style_defs(".highlight"))
     for name, page, title, desc, nb in read:
         body, _ = exporter.from_notebook_node(_prepare(nb))
-        html_text = _page(title, desc, _links(body, pages, site_url), nav, page, cfg.get("title", cfg.lib_name))
+        html_text = _page(title, desc, _offline_html(body, pages, site_url), nav, page, cfg.get("title", cfg.lib_name))
         (out / page).write_text(html_text)
     return len(read)
 
@@ -188,14 +189,12 @@ def build(renderer: str = "auto", n_workers: int = 2) -> int:
         print(f"build_docs: renderer quarto ({quarto}), through nbdev_docs", flush=True)
         nbdev.quarto.nbdev_docs.__wrapped__(n_workers=n_workers)
         return len(list(out.glob("*.html")))
-    print(
-        'build_docs: renderer nbconvert (quarto is not on PATH; pip install -e ".[docs]" gives the quarto site, online)',
-        flush=True,
-    )
+    why = "asked for" if quarto else 'quarto is not on PATH; pip install -e ".[docs]" gives the quarto site, online'
+    print(f"build_docs: renderer nbconvert ({why})", flush=True)
     # nbdev_proc_nbs first makes sure quarto is installed, by downloading it with sudo; here it is not needed.
     nbdev.quarto._ensure_quarto = lambda: None
     nbdev.quarto.nbdev_proc_nbs.__wrapped__(n_workers=n_workers)
-    notebooks = sorted(p.name for p in nbdev.quarto.nbglob(cfg.nbs_path, func=Path))
+    notebooks = sorted(p.name for p in nbglob(cfg.nbs_path, func=Path))
     shutil.rmtree(out, ignore_errors=True)
     return render_nbconvert(cfg, notebooks, cfg.config_path / "_proc", out)
 

@@ -50,6 +50,7 @@ def sha256_file(path) -> str:
 
 
 def sha256_text(text: str) -> str:
+    "The sha256 of a text's UTF-8 bytes."
     return hashlib.sha256(text.encode()).hexdigest()
 
 # %% ../nbs/00_core.ipynb #6f7981ed
