@@ -17,10 +17,10 @@ PKG = ROOT / "swecl"
 # The layer order (bottom first): a module may import only from strictly lower layers.
 LAYERS = [
     ["core"],
-    ["schema", "repos", "model_base", "isolation", "compat_shim", "venvs"],
-    ["models", "metrics", "tools", "mini", "curriculum", "experience", "requirements", "compat", "similarity"],
+    ["schema", "repos", "model_base", "isolation", "compat_shim", "venvs", "attempts"],
+    ["models", "metrics", "tools", "mini", "curriculum", "experience", "requirements", "compat", "similarity", "guard"],
     ["datasets", "envs", "memory"],
-    ["envcache", "sandbox", "retrieval"],
+    ["envcache", "sandbox", "retrieval", "plans"],
     ["grading", "bench"],
     ["validation", "agent", "single_shot"],
     ["poisoning", "runner"],

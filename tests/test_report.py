@@ -7,6 +7,7 @@ from conftest import ROOT, run
 
 
 def _render(swecl_bin, tmp_path, out):
+    (tmp_path / "results").mkdir(exist_ok=True)  # an empty results folder: the report without a model's results
     r = run(
         swecl_bin,
         "report",
