@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from .core import SandboxError
+from .core import InfraError
 from .models import ModelError
 from .poisoning import PoisonError
 from .runner import RunError
@@ -47,7 +47,7 @@ class UsageError(Exception):
     "Bad command-line input: reported as one sentence, exit status 2."
 
 
-BAD_INPUT = (DatasetError, UsageError, SandboxError, ModelError, RunError, PoisonError, yaml.YAMLError)
+BAD_INPUT = (DatasetError, UsageError, InfraError, ModelError, RunError, PoisonError, yaml.YAMLError)
 BAD_INPUT += (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, KeyError, ValueError)
 
 # %% ../nbs/13a_cli_base.ipynb #347b113b

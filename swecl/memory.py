@@ -158,7 +158,12 @@ class MemoryStore:
     "Experiences in a FAISS index, persisted in `path` (None: in memory only)."
 
     def __init__(self, path: str | Path | None, embedder, representation: str = "summary", threads: int | None = 1):
-        import faiss  # optional heavy dependency: the memory extra
+        try:
+            import faiss  # optional heavy dependency: the memory extra
+        except ImportError:
+            raise MemoryError_(
+                "The memory store needs the memory extra (faiss is missing); pip install 'swecl[memory]'."
+            ) from None
 
         # one query at a time: OpenMP's thread start-up costs more than it saves
         # (measured 46 ms → 10 ms at 1e5 on 2 cores)
