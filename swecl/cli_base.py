@@ -83,10 +83,13 @@ def write_json(path, obj):
 
 # %% ../nbs/13a_cli_base.ipynb #25f61970
 def write_text(path, text: str) -> Path:
-    "`text` at `path`, folders made."
+    "`text` at `path`, folders made; a path that cannot be written is one sentence (`UsageError`)."
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    except OSError as e:  # e.g. /proc/version: root may open it, the write fails
+        raise UsageError(f"Cannot write {path} ({e.strerror or e}); give a path in a writable folder.") from None
     return p
 
 # %% ../nbs/13a_cli_base.ipynb #bc371961
