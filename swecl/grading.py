@@ -363,7 +363,9 @@ def grade(
     "Grade `patch` on `task` in a fresh session of `sandbox`; never raises for a task-level problem."
     if why := component_problem(task.instance_id):  # the id names the log file and the working folder
         g = Grade(str(task.instance_id))
-        return mark_infra(g, "unsafe-id", f"The instance id {str(task.instance_id)[:80]!r} {why}; it was not graded.")
+        return mark_infra(
+            g, "unsafe-id", f"The instance id {repr(task.instance_id)[:80]} {why}; the task was not graded."
+        )
     g, t0, logs = Grade(task.instance_id), time.time(), []
     try:
         try:

@@ -15,8 +15,7 @@ from .grading import Grade, grade
 from .schema import Task
 
 # %% auto #0
-__all__ = ['POLICIES', 'policy_patch', 'expected', 'unsafe_id_grade', 'validate', 'validation_table', 'validate_policies',
-           'harness_table']
+__all__ = ['POLICIES', 'policy_patch', 'expected', 'validate', 'validation_table', 'validate_policies', 'harness_table']
 
 # %% ../nbs/04a_validation.ipynb #8871893a
 POLICIES = ("gold", "empty")
@@ -42,25 +41,13 @@ def expected(g: Grade | dict, policy: str | None = None) -> bool | None:
     return None if not ok and r.get("infra_reason") else ok
 
 # %% ../nbs/04a_validation.ipynb #20a6e39d
-def unsafe_id_grade(task: Task) -> Grade | None:
-    "The labelled, ungraded record of a task whose id cannot be a path component; None when the id is safe."
-    if (why := component_problem(task.instance_id)) is None:
-        return None
-    shown = repr(task.instance_id)[:80]
-    return Grade(
-        str(task.instance_id),
-        error=f"The instance id {shown} {why}; the task was not graded.",
-        infra_reason="unsafe-id",
-    )
-
-
 def validate(
     tasks: list, policy: str, sandbox, log_dir=None, progress: bool = True, timeout: float | None = None
 ) -> list:
     "Grade every task under `policy` ('gold' or 'empty'); a task with an unsafe id is labelled, not graded."
     out = []
     for task in tqdm(tasks, desc=f"validate {policy}", disable=not progress, unit="task"):
-        g = unsafe_id_grade(task) or grade(task, policy_patch(task, policy), sandbox, timeout=timeout, log_dir=log_dir)
+        g = grade(task, policy_patch(task, policy), sandbox, timeout=timeout, log_dir=log_dir)  # labels unsafe ids
         out.append(g)
     return out
 
