@@ -10,7 +10,6 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from .core import component_problem
 from .grading import Grade, grade
 from .schema import Task
 
