@@ -8,9 +8,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
+from statistics import median
 
 from tabulate import tabulate
 
@@ -25,16 +27,25 @@ from .schema import DatasetError
 from .single_shot import single_shot
 
 # %% auto #0
-__all__ = ['COMPAT_HELP', 'load_tasks', 'make_sandbox', 'read_records', 'validation_summary', 'validation_records',
-           'validation_tables', 'cmd_validate', 'cmd_sandbox', 'solve_summary', 'infra_line', 'solve_one', 'cmd_solve',
-           'gigabytes', 'status_table', 'cache_totals', 'env_list', 'prune_line', 'cmd_envs', 'memory_bench',
-           'cmd_bench']
+__all__ = ['COMPAT_HELP', 'ENV_NAME', 'sequence_tasks', 'load_tasks', 'make_sandbox', 'read_records', 'timing_line',
+           'env_cache_line', 'validation_summary', 'validation_records', 'validation_tables', 'cmd_validate',
+           'cmd_sandbox', 'solve_summary', 'infra_line', 'solve_one', 'cmd_solve', 'gigabytes', 'status_table',
+           'cache_totals', 'env_list', 'prune_line', 'cmd_envs', 'memory_bench', 'cmd_bench']
 
 # %% ../nbs/13c_cli_tasks.ipynb #66423b14
-def load_tasks(dataset: str, instances=None, repos=None) -> tuple:
-    "(benchmark, selected tasks): all tasks, or those of `instances` (safe ids only) and/or `repos`; `UsageError` otherwise."
+def sequence_tasks(b, names: list) -> list:
+    "The tasks of the sequences named in `names`: a sequence id, its repository, or the repository's short name."
+    named = lambda s: {s.id, s.repo, s.repo.split("/")[-1]}
+    if unknown := [n for n in names if not any(n in named(s) for s in b.sequences)]:
+        have = ", ".join(s.repo.split("/")[-1] for s in b.sequences)
+        raise UsageError(f"{unknown[0]!r} names no sequence of {b.name} (it has: {have}); pick from those.")
+    return [t for s in b.sequences if named(s) & set(names) for t in s.tasks]
+
+
+def load_tasks(dataset: str, instances=None, repos=None, sequences=None) -> tuple:
+    "(benchmark, selected tasks): all tasks, or those of `instances` (safe ids only), `repos` and/or `sequences`; `UsageError` otherwise."
     b = datasets.load(dataset)
-    tasks = b.tasks
+    tasks = sequence_tasks(b, sequences) if sequences else b.tasks
     if instances:
         known = {t.instance_id for t in tasks}
         if missing := [i for i in instances if i not in known]:
@@ -50,7 +61,7 @@ def load_tasks(dataset: str, instances=None, repos=None) -> tuple:
     if repos:
         tasks = [t for t in tasks if t.repo in set(repos)]
     if not tasks:
-        raise UsageError(f"No task of {dataset} matches the selection; check --instances/--repos.")
+        raise UsageError(f"No task of {dataset} matches the selection; check --instances/--repos/--sequences.")
     return b, tasks
 
 # %% ../nbs/13c_cli_tasks.ipynb #56557eb0
@@ -79,14 +90,36 @@ def read_records(paths: list) -> list:
     return records
 
 # %% ../nbs/13c_cli_tasks.ipynb #20231a3c
+def timing_line(records: list) -> str | None:
+    "Wall time of the gradings: setup (env builds included, the first of each env) and tests, median and max, and in all."
+    secs = [r.get("seconds") or {} for r in records]
+    setup, tests = [s["setup"] for s in secs if "setup" in s], [s["tests"] for s in secs if "tests" in s]
+    if not setup:
+        return None
+    total = sum(s.get("total", 0) for s in secs) / 60
+    line = f"time per grading: setup median {median(setup):.0f} s (max {max(setup):.0f} s, env builds included)"
+    tests_part = f", tests median {median(tests):.0f} s (max {max(tests):.0f} s)" if tests else ""
+    return line + tests_part + f"; {total:.1f} min in all"
+
+
+ENV_NAME = re.compile(r"(.+?)-\d[^-]*-py")  # <owner+name>-<version>-py<X.Y>...: see envs.swebench_env_name
+
+
+def env_cache_line(inv: list) -> str | None:
+    "The env cache's size per repository (copies included), from `env_inventory`."
+    by_repo = {}
+    for e in inv:
+        if m := ENV_NAME.match(e.name):
+            by_repo[m.group(1).replace("+", "/")] = by_repo.get(m.group(1).replace("+", "/"), 0) + e.bytes
+    return "env cache: " + ", ".join(f"{k} {v / 1e9:.2f} GB" for k, v in sorted(by_repo.items())) if by_repo else None
+
+
 def validation_summary(records: list, rows: list, joined: list) -> list:
     "The summary lines of a validation: per grading (when `rows` were graded now) and per instance (when `joined`)."
     lines = []
     if rows:
         bad = sum(r["unexpected"] for r in rows)
-        labelled = sum(
-            validation.expected(r) is None for r in records
-        )  # infrastructure errors and python-version misses
+        labelled = sum(validation.expected(r) is None for r in records)  # infrastructure errors and labelled misses
         lines.append(
             f"{len(records)} gradings: {len(records) - bad - labelled} as expected, {bad} unexpected, {labelled} labelled with an infrastructure reason"
         )
@@ -95,14 +128,14 @@ def validation_summary(records: list, rows: list, joined: list) -> list:
         lines.append(
             f"{t['n']} instances: {t['both']} gold→resolved and empty→unresolved, {t['unexpected']} unexpected, infrastructure: {t['infra']}"
         )
-    return lines
+    return lines + [x for x in [timing_line(records)] if x]
 
 # %% ../nbs/13c_cli_tasks.ipynb #af7a396a
 def validation_records(a) -> tuple:
     "(records, rows) for the `validate` arguments `a`: merged records without rows, or fresh gradings with their rows."
     if a.merge:
         return read_records(a.merge), []
-    b, tasks = load_tasks(a.dataset, a.instances, a.repos)
+    b, tasks = load_tasks(a.dataset, a.instances, a.repos, a.sequences)
     policies = list(validation.POLICIES) if a.policy == "both" else [a.policy]
     return validation.validate_policies(tasks, make_sandbox(a.sandbox, b, a.timeout, a.compat), policies, a.logs)
 
@@ -121,7 +154,8 @@ def validation_tables(records: list, rows: list, merged: bool = False) -> tuple:
     arg("--policy", choices=["gold", "empty", "both"], default="both"),
     arg("--sandbox", choices=["local", "local-unsafe", "docker"], default="local"),
     arg("--instances", nargs="*"),
-    arg("--repos", nargs="*"),
+    arg("--repos", nargs="*", help="only the tasks of these repositories (owner/name)"),
+    arg("--sequences", nargs="*", help="only these sequences: an id, a repository or its short name (django sympy)"),
     arg("--timeout", type="seconds", help="seconds per test run (default 900)"),
     arg("--logs", help="keep each grading log under this folder"),
     arg("--out", help="write the table as markdown"),
@@ -132,14 +166,18 @@ def validation_tables(records: list, rows: list, merged: bool = False) -> tuple:
         help="grade nothing: join the records of earlier --json runs (later files win) into the table",
     ),
     arg("--compat", action="store_true", help=COMPAT_HELP),
+    arg("--gradable", metavar="JSON", help="write the gradable ids and, for each other task, its label and evidence"),
 )
 def cmd_validate(a):
     "Tables per repository and a summary; `--json`: every grading record. Exit status 1 when a grading is unexpected."
     records, rows = validation_records(a)
     tables, joined = validation_tables(records, rows, merged=bool(a.merge))
     print("\n\n".join(tables))
-    for line in validation_summary(records, rows, joined):
+    for line in validation_summary(records, rows, joined) + [x for x in [env_cache_line(env_inventory())] if x]:
         print(line)
+    if a.gradable:
+        note = f"swecl validate on {a.sandbox if not a.merge else 'merged runs'}{' --compat' if a.compat else ''}"
+        write_json(a.gradable, validation.gradable_record(records, a.dataset, note))
     if a.out:
         what = f"runs {', '.join(a.merge)}" if a.merge else f"{a.sandbox} sandbox"
         head = (

@@ -5,7 +5,6 @@
 # %% ../nbs/01_datasets.ipynb #9a9b0c03
 from __future__ import annotations
 
-import csv
 import gzip
 import json
 import os
@@ -18,13 +17,14 @@ from huggingface_hub import hf_hub_download, list_repo_files
 
 from .core import JsonlError, cache_dir, package_file, parse_jsonl, sha256_file
 from .curriculum import build_swe_bench_cl
+from .links import load_links
 from .mini import load_mini
-from .schema import Benchmark, DatasetError, Experience, Link, Sequence, Task, row_error
+from .schema import Benchmark, DatasetError, Experience, Sequence, Task, row_error
 
 # %% auto #0
-__all__ = ['KNOWN', 'EVALUATION_METRICS', 'data_dirs', 'known_checksums', 'check_checksum', 'download', 'resolve', 'read_records',
-           'tasks_from_rows', 'load_swebench', 'load_experience_pool', 'load_links', 'by_repo_sequences',
-           'load_contextbench', 'cl_file_text', 'load', 'stats_table', 'table1_markdown']
+__all__ = ['KNOWN', 'EVALUATION_METRICS', 'JOINED_FIELDS', 'data_dirs', 'known_checksums', 'check_checksum', 'download',
+           'resolve', 'read_records', 'tasks_from_rows', 'load_swebench', 'load_experience_pool', 'by_repo_sequences',
+           'load_contextbench', 'cl_file_text', 'join_verified', 'load', 'stats_table', 'table1_markdown']
 
 # %% ../nbs/01_datasets.ipynb #52438518
 KNOWN = {
@@ -233,35 +233,6 @@ def load_experience_pool(path) -> dict:
         raise DatasetError("\n".join(errors))
     return pool
 
-# %% ../nbs/01_datasets.ipynb #17394376
-def _link(r: dict, path, i: int) -> Link:
-    "The `Link` of one links-CSV row; raises `DatasetError` naming the bad field."
-    for k in ("related_instance_id", "experience_instance_id"):
-        if not r.get(k):
-            raise DatasetError(row_error(path, i, k, "is empty"))
-    if r.get("confidence") not in ("strong", "weak", "explicit"):
-        bad = f"is {r.get('confidence')!r}, expected strong, weak or explicit"
-        raise DatasetError(row_error(path, i, "confidence", bad))
-    sim = r.get("similarity")
-    kind = r.get("link_types", "")
-    return Link(
-        r["related_instance_id"], r["experience_instance_id"], r["confidence"], kind, float(sim) if sim else None
-    )
-
-# %% ../nbs/01_datasets.ipynb #f8824265
-def load_links(path) -> list[Link]:
-    "Oracle links from `links-lite.csv`."
-    out, errors = [], []
-    with open(path, newline="", encoding="utf-8") as f:
-        for i, r in enumerate(csv.DictReader(f), 2):
-            try:
-                out.append(_link(r, path, i))
-            except DatasetError as e:
-                errors.append(str(e))
-    if errors:
-        raise DatasetError("\n".join(errors))
-    return out
-
 # %% ../nbs/01_datasets.ipynb #8a2c69d7
 def by_repo_sequences(tasks: list[Task], suffix="_sequence") -> list[Sequence]:
     "One chronological sequence per repository, largest first (the natural shape of a plain task list)."
@@ -334,6 +305,27 @@ def _read_cl_file(path: Path, name: str) -> Benchmark:
             raise DatasetError(f"{path}: is not valid JSON ({e.msg} at line {e.lineno}); check the file.") from None
     return Benchmark.from_cl_json(d, name="swe-bench-cl" if name == "swe-bench-cl" else path.stem, where=str(path))
 
+# %% ../nbs/01_datasets.ipynb #06a30876
+JOINED_FIELDS = ("version", "environment_setup_commit")  # what grading needs that a SWE-Bench-CL file lacks
+
+
+def join_verified(b: Benchmark, data_dir=None, rows: list | None = None) -> int:
+    "Fill each task's missing `JOINED_FIELDS` from its Verified row (same id and base commit); the number of tasks filled."
+    lacking = [t for t in b.tasks if t.version is None]
+    if not lacking:
+        return 0
+    if rows is None:
+        try:
+            rows = load_swebench("verified", data_dir)
+        except DatasetError:
+            return 0  # grading then says what is missing
+    by_id, n = {r.instance_id: r for r in rows}, 0
+    for t in lacking:
+        if (r := by_id.get(t.instance_id)) is not None and r.base_commit == t.base_commit:
+            t.version, t.environment_setup_commit = r.version, r.environment_setup_commit
+            n += 1
+    return n
+
 # %% ../nbs/01_datasets.ipynb #d1278f40
 def load(name_or_path, data_dir=None) -> Benchmark:
     "A `Benchmark` from a short name or a path (SWE-Bench-CL JSON, SWE-bench JSONL/JSON/parquet, ContextBench related tasks, mini)."
@@ -354,6 +346,7 @@ def load(name_or_path, data_dir=None) -> Benchmark:
         b = load_contextbench(path)
     elif _is_cl_file(path):
         b = _read_cl_file(path, name)
+        join_verified(b, data_dir)
     else:
         b = Benchmark(
             name=name if name in KNOWN else path.stem,

@@ -20,7 +20,7 @@ from filelock import FileLock
 from packaging.requirements import Requirement
 from swebench.harness.constants import MAP_REPO_TO_REQS_PATHS, MAP_REPO_VERSION_TO_SPECS
 
-from . import venvs
+from . import condaenv, venvs
 from .compat import COMPAT_NOTE, compat_lifts, local_services, missing_system_packages, write_compat_layer
 from .core import EnvError, cache_dir
 from .repos import extract_tree, git_in
@@ -100,6 +100,12 @@ def mini_env(version: str = "0.1") -> Env:
 # %% ../nbs/03b_envs.ipynb #00c51242
 def swebench_spec(task: Task) -> dict:
     "SWE-bench's install spec of the task's (repo, version)."
+    if task.version is None:
+        raise EnvError(
+            f"{task.instance_id} has no SWE-bench version (a SWE-Bench-CL file carries none); put "
+            "swe-bench-verified.jsonl in SWECL_DATA_DIR so swecl can join its row, or use --dataset verified.",
+            "no-spec",
+        )
     try:
         return MAP_REPO_VERSION_TO_SPECS[task.repo][task.version]
     except KeyError:
@@ -220,13 +226,8 @@ class EnvPlan:
 
 # %% ../nbs/03b_envs.ipynb #130255a3
 def plan_env(task: Task, gitdir: Path, fetch_python: bool = True, cutoff: bool = True, compat: bool = False) -> EnvPlan:
-    "The plan of `task`'s env: refuses specs that need conda, picks the interpreter, the cut-off and the lifts."
+    "The plan of `task`'s env: the interpreter, the cut-off and the lifts."
     spec = swebench_spec(task)
-    if spec.get("packages") == "environment.yml":
-        raise EnvError(
-            f"{task.repo} {task.version} needs a conda environment.yml, which a virtualenv cannot reproduce; use the Docker sandbox.",
-            "needs-conda",
-        )
     py, mismatch = venvs.find_python(spec.get("python", venvs.host_python()), fetch_python)
     pyver = venvs.python_version(py)
     setup_commit = task.environment_setup_commit or task.base_commit
@@ -245,14 +246,16 @@ def _spec_requirements(plan: EnvPlan, tmp: Path) -> tuple[list, list]:
         (tmp / "requirements.txt").write_text(reqs)
         pinned, loose = split_pins(reqs.splitlines())
         pinned = [p for p in pinned if not re.match(r"setuptools\s*==", p)]
+    elif pk == "environment.yml":
+        pinned, loose = [], []  # translated and installed on its own (condaenv)
     else:
         pinned, loose = split_pins([p for p in pk.split() if not p.startswith("python")])
     build = build_requires(plan.gitdir, plan.setup_commit)
     return pinned, loose + [r for r in build if req_name(r) not in ("setuptools", "wheel")]
 
 # %% ../nbs/03b_envs.ipynb #e36df564
-def _install_requirements(plan: EnvPlan, uv, vpy: Path, tmp: Path, log: list) -> dict:
-    "Install the env's packages in SWE-bench's order; returns the held cut-offs (lifts and exact pins)."
+def _install_requirements(plan: EnvPlan, uv, vpy: Path, tmp: Path, log: list) -> tuple[dict, list]:
+    "Install the env's packages in SWE-bench's order: (held cut-offs (lifts and exact pins), conda substitutions)."
     pins = [p for p in plan.spec.get("pip_packages", []) if re.match(r"setuptools\s*==", p)] or [venvs.SETUPTOOLS]
     venvs.pip_install(uv, vpy, ["wheel", *pins, "pip"], None, log)
     pinned, loose = _spec_requirements(plan, tmp)
@@ -260,11 +263,18 @@ def _install_requirements(plan: EnvPlan, uv, vpy: Path, tmp: Path, log: list) ->
     held = {**plan.lifts, **{req_name(p): venvs.FAR_FUTURE for p in pinned + sp_pinned}}
     venvs.pip_install(uv, vpy, pinned, None, log)
     venvs.pip_install(uv, vpy, loose, plan.cutoff, log, lifts=held)
+    subs = []
+    if plan.spec.get("packages") == "environment.yml":
+        t = plan.task
+        reqs, subs, when = condaenv.environment_requirements(
+            plan.gitdir, plan.setup_commit, t.repo, plan.cutoff, plan.pyver
+        )
+        subs += condaenv.install_translated(uv, vpy, reqs, when, log, held)
     venvs.pip_install(uv, vpy, sp_pinned, None, log)
     venvs.pip_install(uv, vpy, sp_loose, plan.cutoff, log, lifts=held)
     install, version = plan.spec.get("install"), plan.task.version
     _install_project(uv, vpy, plan.gitdir, plan.setup_commit, install, plan.cutoff, log, version, plan.pre, held)
-    return held
+    return held, subs
 
 # %% ../nbs/03b_envs.ipynb #4871173e
 def _build_swebench(plan: EnvPlan, tmp: Path):
@@ -274,14 +284,21 @@ def _build_swebench(plan: EnvPlan, tmp: Path):
     vpy = tmp / "bin" / "python"
     if plan.compat:
         write_compat_layer(tmp)  # before the builds: old setup.py files import the package (requests 1.x)
-    held = _install_requirements(plan, uv, vpy, tmp, log)
+    held, subs = _install_requirements(plan, uv, vpy, tmp, log)
     venvs.relocate_scripts(tmp)
     venvs.own_interpreter(tmp)
     freeze = subprocess.run([str(vpy), "-m", "pip", "freeze"], capture_output=True, text=True).stdout.split()
     t, spec = plan.task, plan.spec
     manifest = dict(repo=t.repo, version=t.version, python=plan.pyver, spec_python=spec.get("python"))
     manifest |= dict(python_mismatch=plan.mismatch, cutoff=plan.cutoff, cutoff_lifted=plan.lifts, held=held)
-    manifest |= dict(setup_commit=plan.setup_commit, compat=plan.compat, steps=log, freeze=freeze, spec=spec)
+    manifest |= dict(
+        conda_substitutions=subs,
+        setup_commit=plan.setup_commit,
+        compat=plan.compat,
+        steps=log,
+        freeze=freeze,
+        spec=spec,
+    )
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
 
 # %% ../nbs/03b_envs.ipynb #3a27d546
@@ -293,6 +310,11 @@ def _env_notes(plan: EnvPlan, man: dict, missing: list) -> list:
     if missing:
         notes.append(f"system packages missing on this host (install them: apt-get install {' '.join(missing)})")
     notes += [COMPAT_NOTE] if plan.compat else []
+    if subs := man.get("conda_substitutions"):
+        left = sum(s["pypi"] is None or s["why"].startswith("not installable") for s in subs)
+        notes.append(
+            f"environment.yml translated to PyPI: {left} conda entries left out, {len(subs) - left} renamed (manifest)"
+        )
     lifted = man.get("cutoff_lifted", {}).items()
     return notes + [f"{k} resolved as of {d} (first release that runs on Python {man['python']})" for k, d in lifted]
 

@@ -22,6 +22,7 @@ from swebench.harness.test_spec.python import get_test_directives
 
 from .core import SandboxError, component_problem, diff_paths
 from .envs import swebench_spec
+from .evidence import DEPENDENCY_SIGNS, NETWORK_SIGNS, PYTHON_VERSION_SIGNS, SYSTEM_SIGNS, evidence
 from .guard import env_changes, env_state, guard_tree, runner_scripts
 from .isolation import RunResult
 from .mini import MINI_DIR
@@ -30,11 +31,11 @@ from .sandbox import Session
 from .schema import Task
 
 # %% auto #0
-__all__ = ['APPLY_METHODS', 'NETWORK_SIGNS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPENDENCY_MSG', 'Grade', 'attempt_verdict',
-           'mini_test_cmd', 'is_mini', 'test_directives', 'base_test_command', 'test_command', 'tox_direct',
-           'session_test_command', 'parse_log', 'with_id_spellings', 'test_report', 'patch_files', 'apply_patch',
-           'apply_step', 'prepare_tests', 'reset_test_files', 'apply_test_patch', 'run_tests', 'needs_network',
-           'adds_dependency', 'mark_infra', 'verdict', 'distrust', 'grade_session', 'grade']
+__all__ = ['APPLY_METHODS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPENDENCY_MSG', 'Grade', 'attempt_verdict', 'mini_test_cmd', 'is_mini',
+           'test_directives', 'base_test_command', 'test_command', 'tox_direct', 'session_test_command', 'parse_log',
+           'with_id_spellings', 'test_report', 'patch_files', 'apply_patch', 'apply_step', 'prepare_tests',
+           'reset_test_files', 'apply_test_patch', 'run_tests', 'needs_network', 'adds_dependency', 'mark_infra',
+           'last_line', 'verdict', 'distrust', 'grade_session', 'grade']
 
 # %% ../nbs/04_grading.ipynb #d327c451
 @dataclass
@@ -54,6 +55,7 @@ class Grade:
     # short label: env-build, needs-network, needs-conda, install, test-patch, timeout, no-test-output, ...
     infra_reason: str | None = None
     python_mismatch: bool = False
+    evidence: str | None = None  # the log line behind the label (see `evidence`)
     statuses: dict = field(default_factory=dict)  # test id -> PASSED/FAILED/ERROR/SKIPPED/XFAIL
     seconds: dict = field(default_factory=dict)  # setup, apply, install, tests, total
     log_path: str | None = None
@@ -71,6 +73,8 @@ class Grade:
             "infra_reason": self.infra_reason,
             "python_mismatch": self.python_mismatch,
             "suspicious": self.suspicious,
+            "evidence": self.evidence,
+            "seconds": self.seconds,
         }
         return d if full else {k: d[k] for k in self.RECORD_KEYS} | extra
 
@@ -254,19 +258,9 @@ def run_tests(s: Session, task: Task, timeout: float | None = None) -> tuple[str
     return cmd, s.run(cmd, timeout=timeout), notes
 
 # %% ../nbs/04_grading.ipynb #e5f2ed8f
-NETWORK_SIGNS = (
-    "Network is unreachable",
-    "Temporary failure in name resolution",
-    "Name or service not known",
-    "No address associated with hostname",
-    "nodename nor servname provided",
-    "WRONG_VERSION_NUMBER",  # https to the local plain-HTTP httpbin: the suite expects httpbin.org's TLS
-)
-
-
 def needs_network(log: str) -> str | None:
-    "The first sign in a test log that a test tried to reach the network."
-    return next((s for s in NETWORK_SIGNS if s in log), None)
+    "The first line of a test log that shows a test trying to reach the network."
+    return evidence(log, NETWORK_SIGNS)
 
 # %% ../nbs/04_grading.ipynb #156fae3f
 NEW_DEPENDENCY_FILES = {Path(f) for f in ("setup.py", "setup.cfg", "pyproject.toml", "requirements.txt")}
@@ -275,41 +269,51 @@ NEW_DEPENDENCY_MSG = (
 )
 
 
-def adds_dependency(patch: str, log: str) -> bool:
-    "Does the patch change a dependency file while the tests fail to import a module?"
-    return "ModuleNotFoundError" in log and bool(set(map(Path, patch_files(patch))) & NEW_DEPENDENCY_FILES)
+def adds_dependency(patch: str, log: str) -> str | None:
+    "The log's import error when the patch changes a dependency file while the tests fail to import a module."
+    return evidence(log, DEPENDENCY_SIGNS) if set(map(Path, patch_files(patch))) & NEW_DEPENDENCY_FILES else None
 
 # %% ../nbs/04_grading.ipynb #e3ba0bfe
-def mark_infra(g: Grade, reason: str, msg: str) -> Grade:
-    "Label `g` an infrastructure error."
-    g.error, g.infra_reason = msg, reason
+def mark_infra(g: Grade, reason: str, msg: str, line: str | None = None) -> Grade:
+    "Label `g` an infrastructure error, with the log line that shows it."
+    g.error, g.infra_reason, g.evidence = msg, reason, line
     return g
 
 # %% ../nbs/04_grading.ipynb #afc53bc8
+def last_line(log: str) -> str | None:
+    "The log's last non-blank line: what a run without per-test results ended on."
+    return next((s.strip()[:300] for s in reversed((log or "").splitlines()) if s.strip()), None)
+
+
 def verdict(g: Grade, task: Task, r: RunResult, patch: str, missing_system=()) -> Grade:
     "Fill counts, resolution and infrastructure labels of `g` from its statuses and the test run `r`."
-    deps = adds_dependency(patch, r.output)
+    deps, log = adds_dependency(patch, r.output), r.output
+    py_sign = evidence(log, PYTHON_VERSION_SIGNS) if g.python_mismatch else None
     if not g.statuses:
         if deps:
-            return mark_infra(g, "needs-network", NEW_DEPENDENCY_MSG)
-        wrong_python = ", on a Python other than the spec asks for." if g.python_mismatch else "."
-        reason = "python-version" if g.python_mismatch else "no-test-output"
-        return mark_infra(g, reason, f"The test log has no per-test results (exit code {r.exit_code}){wrong_python}")
+            return mark_infra(g, "needs-network", NEW_DEPENDENCY_MSG, deps)
+        if py_sign:
+            msg = f"The test log has no per-test results (exit code {r.exit_code}), on a Python other than the spec asks for."
+            return mark_infra(g, "python-version", msg, py_sign)
+        return mark_infra(
+            g, "no-test-output", f"The test log has no per-test results (exit code {r.exit_code}).", last_line(log)
+        )
     rep = test_report(task, g.statuses)
     g.f2p_passed, g.p2p_passed = len(rep["FAIL_TO_PASS"]["success"]), len(rep["PASS_TO_PASS"]["success"])
     g.f2p_total, g.p2p_total = len(task.FAIL_TO_PASS), len(task.PASS_TO_PASS)
     g.f2p_resolved = g.f2p_passed == g.f2p_total
     g.resolved = g.f2p_resolved and g.p2p_passed == g.p2p_total
     if not g.resolved and deps:
-        return mark_infra(g, "needs-network", NEW_DEPENDENCY_MSG)
-    if g.p2p_passed < g.p2p_total and (sign := needs_network(r.output)):
-        msg = f"Tests failed reaching the network ({sign}), which the sandbox does not have."
-        return mark_infra(g, "needs-network", msg)
-    if not g.resolved and missing_system:
+        return mark_infra(g, "needs-network", NEW_DEPENDENCY_MSG, deps)
+    if g.p2p_passed < g.p2p_total and (line := needs_network(log)):
+        return mark_infra(
+            g, "needs-network", "Tests failed reaching the network, which the sandbox does not have.", line
+        )
+    if not g.resolved and missing_system and (line := evidence(log, SYSTEM_SIGNS)):
         msg = f"The host lacks system packages the spec installs: {' '.join(missing_system)} (apt-get install them)."
-        return mark_infra(g, "system-package", msg)
-    if g.python_mismatch and not g.resolved:
-        g.infra_reason = "python-version"  # may be the host's Python, not the patch
+        return mark_infra(g, "system-package", msg, line)
+    if py_sign and not g.resolved:
+        g.infra_reason, g.evidence = "python-version", py_sign  # the host's Python, shown by the log
     return g
 
 # %% ../nbs/04_grading.ipynb #d7e5f6e5

@@ -5,16 +5,19 @@
 # %% ../nbs/04a_validation.ipynb #9692240c
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from .core import package_file
 from .grading import Grade, grade
 from .schema import Task
 
 # %% auto #0
-__all__ = ['POLICIES', 'policy_patch', 'expected', 'validate', 'validation_table', 'validate_policies', 'harness_table']
+__all__ = ['POLICIES', 'GRADABLE_DIR', 'policy_patch', 'expected', 'validate', 'validation_table', 'validate_policies',
+           'harness_table', 'gradable_record', 'load_gradable']
 
 # %% ../nbs/04a_validation.ipynb #8871893a
 POLICIES = ("gold", "empty")
@@ -110,5 +113,35 @@ def harness_table(records: list) -> list:
     total = {"repo": "total", "infra": sum((r["infra"] for r in res), Counter())}
     total |= {k: sum(r[k] for r in res) for k in ("n", "both", "unexpected", "one policy only")}
     for r in res + [total]:
+        r["gradable here"] = f"{r['both'] / r['n']:.0%}" if r["n"] else "-"
         r["infra"] = ", ".join(f"{k} {v}" for k, v in sorted(r["infra"].items(), key=lambda kv: (-kv[1], kv[0]))) or "-"
     return res + [total]
+
+# %% ../nbs/04a_validation.ipynb #f8ab9d6e
+def gradable_record(records: list, dataset: str, note: str = "") -> dict:
+    "The gradable ids of validation `records` (both policies behaved) and, for each other task, why not."
+    latest = {(r["instance_id"], r["policy"]): r for r in records}
+    out = {"dataset": dataset, "note": note, "gradable": [], "other": {}}
+    for iid in sorted({i for i, _ in latest}):
+        g, e = latest.get((iid, "gold")), latest.get((iid, "empty"))
+        if g is None or e is None:
+            out["other"][iid] = {"repo": (g or e)["repo"], "label": "one policy only"}
+            continue
+        ok = expected(g), expected(e)
+        if ok == (True, True):
+            out["gradable"].append(iid)
+            continue
+        bad = g if ok[0] is not True else e
+        label = bad.get("infra_reason") if ok[bad is e] is None else "unexpected"
+        why = {k: bad.get(k) for k in ("policy", "error", "evidence")}
+        out["other"][iid] = {"repo": bad["repo"], "label": label} | why
+    return out
+
+
+GRADABLE_DIR = package_file("gradable")
+
+
+def load_gradable(dataset: str) -> dict | None:
+    "The recorded gradable set of `dataset` (see `gradable_record`), or None when none is kept with the package."
+    p = GRADABLE_DIR / f"{dataset}.json"
+    return json.loads(p.read_text()) if p.exists() else None

@@ -19,9 +19,10 @@ from uv import find_uv_bin
 from .core import EnvError
 
 # %% auto #0
-__all__ = ['SETUPTOOLS', 'FAR_FUTURE', 'NETWORK_ERRORS', 'host_python', 'home_of', 'atomic_dir', 'uv_bin', 'python_version',
-           'find_python', 'dated_args', 'install_failure', 'pip_install', 'own_interpreter', 'relocate_scripts',
-           'link_shared', 'create_venv']
+__all__ = ['PYTHON_DIRS', 'SETUPTOOLS', 'FAR_FUTURE', 'NETWORK_ERRORS', 'host_python', 'home_of', 'atomic_dir', 'uv_bin',
+           'python_version', 'pyenv_root', 'python_candidates', 'installed_pythons', 'closest_version', 'find_python',
+           'dated_args', 'install_failure', 'pip_install', 'own_interpreter', 'relocate_scripts', 'link_shared',
+           'create_venv']
 
 # %% ../nbs/03i_venvs.ipynb #9290b92b
 def host_python() -> str:
@@ -74,13 +75,46 @@ def python_version(py: str) -> str | None:
         return None
     return r.stdout.strip() if r.returncode == 0 else None
 
+# %% ../nbs/03i_venvs.ipynb #18771a1f
+PYTHON_DIRS = ("/usr/bin", "/usr/local/bin")  # system interpreters (Debian's python3.9 from bullseye)
+
+
+def pyenv_root() -> Path:
+    return Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+
+
+def python_candidates(want: str) -> list:
+    "Paths that may hold Python `want` (X.Y): pyenv's versions (newest patch first), the PATH's, the system's."
+    found = sorted(
+        pyenv_root().glob(f"versions/{want}.*/bin/python{want}"),
+        key=lambda p: [int(x) for x in re.findall(r"\d+", p.parent.parent.name)],
+        reverse=True,
+    ) + [shutil.which(f"python{want}")]
+    return [str(p) for p in dict.fromkeys(found + [Path(d) / f"python{want}" for d in PYTHON_DIRS]) if p]
+
+
+def installed_pythons() -> dict:
+    "{X.Y: interpreter} for every Python 3 that runs on this host."
+    out = {host_python(): str(Path(sys.base_prefix) / "bin" / f"python{host_python()}")}
+    for minor in range(5, 20):
+        want = f"3.{minor}"
+        if want not in out and (p := next((p for p in python_candidates(want) if python_version(p) == want), None)):
+            out[want] = p
+    return out
+
 # %% ../nbs/03i_venvs.ipynb #310c3c2d
+def closest_version(want: str, have) -> str | None:
+    "The available X.Y nearest to `want` (same major; the newer of two equally near), or None."
+    parse = lambda v: tuple(int(x) for x in v.split(".")[:2])
+    same = [v for v in have if parse(v)[0] == parse(want)[0]]
+    return min(same, key=lambda v: (abs(parse(v)[1] - parse(want)[1]), -parse(v)[1]), default=None)
+
+
 def find_python(want: str, fetch: bool = True) -> tuple[str, bool]:
-    "(interpreter path, mismatch): the spec's Python version when it can be had, else the host's."
-    if want == host_python():
-        return str(Path(sys.base_prefix) / "bin" / f"python{want}"), False
-    if (p := shutil.which(f"python{want}")) and python_version(p) == want:
-        return p, False  # not a dangling pyenv shim
+    "(interpreter path, mismatch): the spec's Python version when it can be had, else the closest one installed."
+    have = installed_pythons()
+    if want in have:
+        return have[want], False
     uv = uv_bin()
     if uv:
         for cmd in (
@@ -91,7 +125,7 @@ def find_python(want: str, fetch: bool = True) -> tuple[str, bool]:
             r = subprocess.run([uv, *cmd], capture_output=True, text=True, timeout=300)
             if r.returncode == 0 and cmd[1] == "find" and r.stdout.strip():
                 return r.stdout.strip(), False
-    return str(Path(sys.base_prefix) / "bin" / f"python{host_python()}"), True
+    return have[closest_version(want, have) or host_python()], True
 
 # %% ../nbs/03i_venvs.ipynb #5032d338
 SETUPTOOLS = "setuptools<81"  # the build tools' constraint: the newest setuptools with pkg_resources
