@@ -36,13 +36,14 @@ LAYERS = [
     ["datasets", "envs", "memory"],
     ["envcache", "sandbox", "retrieval", "plans"],
     ["grading", "bench"],
-    ["validation", "agent", "single_shot"],
+    ["validation", "regrade", "agent", "single_shot"],
     ["poisoning", "runner"],
     ["report_parts"],
     ["report_results"],
     ["report"],
     ["cli_base"],
     ["cli_data", "cli_tasks", "cli_runs"],
+    ["cli_regrade"],
     ["cli"],
 ]
 # swecl imports must sit at module top; lazy imports of optional heavy dependencies are not internal, so not counted.

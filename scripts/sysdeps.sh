@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# System packages the sandbox needs. Installs them when running as root; otherwise says what to run.
+# System packages the sandbox and the SWE-bench envs need. Installs them when running as root on Debian;
+# otherwise says what to run. Never changes the default python3.
 set -u
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
@@ -7,11 +8,37 @@ command -v git >/dev/null 2>&1 || missing+=(git)
 command -v patch >/dev/null 2>&1 || missing+=(patch)
 # the sandbox's tarpit routes (connect-timeout tests time out as on a networked host)
 PATH="$PATH:/usr/sbin:/sbin" command -v ip >/dev/null 2>&1 || missing+=(iproute2)
-[ ${#missing[@]} -eq 0 ] && exit 0
+# compiled projects (astropy, scikit-learn, matplotlib): ccache makes a nearby commit's rebuild cheap;
+# matplotlib builds against the system's freetype and qhull (its setup downloads them otherwise)
+command -v ccache >/dev/null 2>&1 || missing+=(ccache)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+[ -e /usr/include/freetype2/ft2build.h ] || missing+=(libfreetype6-dev)
+[ -e /usr/include/libqhull_r/libqhull_r.h ] || missing+=(libqhull-dev)
+# xarray's cfgrib needs the ecCodes C library, which conda's environment.yml brings and PyPI does not
+ls /usr/lib/*/libeccodes.so.0 >/dev/null 2>&1 || missing+=(libeccodes0)
+# Python 3.9 (sympy, sphinx, pytest, astropy specs) when neither pyenv nor the system has one: Debian bullseye's
+has_py39() {
+  for p in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.9.*/bin/python3.9 /usr/bin/python3.9 /usr/local/bin/python3.9; do
+    [ -x "$p" ] && "$p" -c 'import sys' >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+need_py39=0
+has_py39 || need_py39=1
+[ ${#missing[@]} -eq 0 ] && [ $need_py39 -eq 0 ] && exit 0
 if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  if [ $need_py39 -eq 1 ] && grep -q bookworm /etc/os-release 2>/dev/null; then
+    # bullseye beside bookworm, pinned low: only packages asked for by name come from it
+    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bullseye\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+      >/etc/apt/sources.list.d/swecl-bullseye.sources
+    printf 'Package: *\nPin: release n=bullseye\nPin-Priority: 100\n' >/etc/apt/preferences.d/swecl-bullseye
+    missing+=(python3.9 python3.9-dev)
+  fi
   echo "sysdeps: installing ${missing[*]} with apt-get"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null \
     || { echo "sysdeps: apt-get could not install ${missing[*]}; install them by hand." >&2; exit 1; }
 else
-  echo "sysdeps: missing ${missing[*]}; install them (e.g. 'sudo apt-get install ${missing[*]}') for the local sandbox; other features still work." >&2
+  [ ${#missing[@]} -gt 0 ] && echo "sysdeps: missing ${missing[*]}; install them (e.g. 'sudo apt-get install ${missing[*]}') for the local sandbox and compiled projects; other features still work." >&2
+  [ $need_py39 -eq 1 ] && echo "sysdeps: no Python 3.9 (the spec Python of sympy, sphinx, pytest and astropy); install one, e.g. 'pyenv install 3.9' or Debian bullseye's python3.9, else those tasks run on the closest Python and say so." >&2
 fi
+exit 0

@@ -111,8 +111,8 @@ def install_translated(uv, vpy: Path, reqs: list, cutoff: str | None, log: list,
     return dropped
 
 # %% ../nbs/03j_condaenv.ipynb #9ac5b8f5
-PYTHON_WHEELS = {  # the date numpy, scipy and pandas all had wheels for that Python
-    "3.10": "2021-11-15T00:00:00Z",
+PYTHON_WHEELS = {  # the date numpy, scipy, pandas, h5py and bottleneck all had wheels for that Python
+    "3.10": "2022-03-15T00:00:00Z",
     "3.11": "2023-01-15T00:00:00Z",
     "3.12": "2023-12-15T00:00:00Z",
 }

@@ -150,10 +150,22 @@ def _install_project(
         venvs.pip_install(uv, vpy, project_requirements(vpy, d, m.group(1)), date, log, lifts=lifts)
 
 # %% ../nbs/03b_envs.ipynb #1cd0445f
-REQUIRES_OF = """import json, sys
-from importlib import metadata
-d = next(d for d in metadata.distributions() if sys.argv[1] in (d.read_text('direct_url.json') or ''))
-print(json.dumps(d.requires or []))"""
+REQUIRES_OF = """import email, glob, json, os, site, sys
+try:
+    from importlib import metadata
+except ImportError:  # Python 3.6 and 3.7: read the dist-info of the install directly
+    metadata = None
+if metadata:
+    d = next(d for d in metadata.distributions() if sys.argv[1] in (d.read_text('direct_url.json') or ''))
+    print(json.dumps(d.requires or []))
+    sys.exit(0)
+for info in [i for sp in site.getsitepackages() for i in glob.glob(os.path.join(sp, '*.dist-info'))]:
+    url = os.path.join(info, 'direct_url.json')
+    if os.path.exists(url) and sys.argv[1] in open(url).read():
+        meta = email.message_from_string(open(os.path.join(info, 'METADATA')).read())
+        print(json.dumps(meta.get_all('Requires-Dist') or []))
+        sys.exit(0)
+sys.exit('no distribution was installed from ' + sys.argv[1])"""
 
 
 def project_requirements(vpy: Path, src: str, extras: str | None) -> list:

@@ -22,7 +22,7 @@ __all__ = ['RETRIEVAL_COLUMNS', 'RETRIEVAL_KEYS', 'CELL_KEYS', 'MAX_HEATMAPS', '
            'validation_counts', 'validation_section', 'retrieval_table', 'retrieval_section', 'cell_config',
            'load_results', 'infra_section', 'no_model_notes', 'describe_runs', 'cl_section', 'curves_section',
            'paired_table', 'paired_section', 'table3_section', 'agent_sections', 'authors_drift', 'run_drift',
-           'drift_section', 'results_sections']
+           'drift_section', 'regrade_section', 'results_sections']
 
 # %% ../nbs/12a_report_results.ipynb #d656fb84
 def validation_gradings(results: Path) -> pd.DataFrame:
@@ -334,10 +334,24 @@ def drift_section(out: Path, results: Path) -> Section | None:
         files,
     )
 
+# %% ../nbs/12a_report_results.ipynb #85c76110
+def regrade_section(results: Path) -> Section | None:
+    "A subsection per `regrade-*.json` in `results` (written by `swecl regrade --json`)."
+    parts = []
+    for f in sorted(Path(results).glob("regrade-*.json")):
+        d = json.loads(f.read_text())
+        part = [f"### {d['title']}", d["note"], md_table(pd.DataFrame(d["rates"]))]
+        if d.get("agreement"):
+            part += ["Agreement with the recorded verdicts:", md_table(pd.DataFrame(d["agreement"]))]
+        if d.get("disagreements"):
+            part += ["Each disagreement, with what swecl's record shows:", md_table(pd.DataFrame(d["disagreements"]))]
+        parts.append("\n\n".join(part))
+    return Section("Recorded runs graded by swecl", "\n\n".join(parts)) if parts else None
+
 # %% ../nbs/12a_report_results.ipynb #17cbd59c
 def results_sections(out: Path, results: Path, n_resamples: int = 1000) -> list:
     "Every results section of the report, in order, without the empty ones."
     out, results = Path(out), Path(results)
-    secs = [validation_section(out, results), retrieval_section(out, results)]
+    secs = [validation_section(out, results), regrade_section(results), retrieval_section(out, results)]
     secs += agent_sections(out, results, n_resamples) + [drift_section(out, results)]
     return [s for s in secs if s is not None]

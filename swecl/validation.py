@@ -17,7 +17,7 @@ from .schema import Task
 
 # %% auto #0
 __all__ = ['POLICIES', 'GRADABLE_DIR', 'policy_patch', 'expected', 'validate', 'validation_table', 'validate_policies',
-           'harness_table', 'gradable_record', 'load_gradable']
+           'harness_table', 'gradable_record', 'read_gradable', 'load_gradable']
 
 # %% ../nbs/04a_validation.ipynb #8871893a
 POLICIES = ("gold", "empty")
@@ -141,7 +141,19 @@ def gradable_record(records: list, dataset: str, note: str = "") -> dict:
 GRADABLE_DIR = package_file("gradable")
 
 
+def read_gradable(path) -> dict:
+    "A gradable file (see `gradable_record`); `ValueError` in one sentence when it is not one."
+    try:
+        d = json.loads(Path(path).read_text())
+        assert isinstance(d, dict) and isinstance(d.get("gradable"), list) and isinstance(d.get("other"), dict)
+    except (OSError, ValueError, AssertionError) as e:
+        raise ValueError(
+            f"{path} is not a gradable file ({type(e).__name__}); pass one written by swecl validate --gradable."
+        ) from None
+    return d
+
+
 def load_gradable(dataset: str) -> dict | None:
     "The recorded gradable set of `dataset` (see `gradable_record`), or None when none is kept with the package."
     p = GRADABLE_DIR / f"{dataset}.json"
-    return json.loads(p.read_text()) if p.exists() else None
+    return read_gradable(p) if p.exists() else None
