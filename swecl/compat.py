@@ -19,9 +19,9 @@ from .core import EnvError, cache_dir
 from .venvs import atomic_dir, host_python, pip_install, uv_bin
 
 # %% auto #0
-__all__ = ['COMPAT_RELEASES', 'COMPAT_NOTE', 'HTTPBIN_REPOS', 'HTTPBIN_PORT', 'compat_lifts', 'shim_source', 'write_compat_layer',
-           'service_env', 'httpbin_setup', 'local_services', 'apt_packages', 'system_package_installed',
-           'missing_system_packages']
+__all__ = ['COMPAT_RELEASES', 'READABLE_RELEASES', 'COMPAT_NOTE', 'HTTPBIN_REPOS', 'HTTPBIN_PORT', 'compat_lifts',
+           'metadata_lifts', 'shim_source', 'write_compat_layer', 'service_env', 'httpbin_setup', 'local_services',
+           'apt_packages', 'system_package_installed', 'missing_system_packages']
 
 # %% ../nbs/03e_compat.ipynb #bf9c6356
 # package -> (host Python from which it is needed, date just after the first release that runs there)
@@ -49,6 +49,15 @@ def compat_lifts(cutoff: str | None, python: str) -> dict:
         for pkg, (since, date) in COMPAT_RELEASES.items()
         if cutoff and ver(python) >= ver(since) and when(cutoff) < when(date)
     }
+
+# %% ../nbs/03e_compat.ipynb #519f4d4e
+READABLE_RELEASES = {"pandas": "2019-07-19T00:00:00Z"}  # 0.25.0: the first without `pytz (>=2011k)`
+
+
+def metadata_lifts(cutoff: str | None) -> dict:
+    "package -> later cut-off, for the packages of `READABLE_RELEASES` whose readable releases are after `cutoff`."
+    when = lambda d: datetime.fromisoformat(d.replace("Z", "+00:00"))
+    return {pkg: date for pkg, date in READABLE_RELEASES.items() if cutoff and when(cutoff) < when(date)}
 
 # %% ../nbs/03e_compat.ipynb #d6df4c03
 def shim_source() -> str:

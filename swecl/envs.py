@@ -20,6 +20,7 @@ from filelock import FileLock
 from packaging.requirements import Requirement
 from swebench.harness.constants import MAP_REPO_TO_REQS_PATHS, MAP_REPO_VERSION_TO_SPECS
 
+from . import compat as host_compat
 from . import condaenv, venvs
 from .compat import COMPAT_NOTE, compat_lifts, local_services, missing_system_packages, write_compat_layer
 from .core import EnvError, cache_dir
@@ -246,7 +247,7 @@ def plan_env(task: Task, gitdir: Path, fetch_python: bool = True, cutoff: bool =
     commit_date = git_in(gitdir, "show", "-s", "--format=%cI", setup_commit).stdout.strip()
     date = (commit_date or task.created_at) if cutoff else None
     pre = [c for c in spec.get("pre_install", []) if "apt-get" not in c]
-    lifts = compat_lifts(date, pyver) if compat else {}
+    lifts = host_compat.metadata_lifts(date) | (compat_lifts(date, pyver) if compat else {})
     return EnvPlan(task, gitdir, spec, py, pyver, mismatch, setup_commit, date, pre, lifts, compat)
 
 # %% ../nbs/03b_envs.ipynb #b6b8c42e
@@ -327,8 +328,16 @@ def _env_notes(plan: EnvPlan, man: dict, missing: list) -> list:
         notes.append(
             f"environment.yml translated to PyPI: {left} conda entries left out, {len(subs) - left} renamed (manifest)"
         )
-    lifted = man.get("cutoff_lifted", {}).items()
-    return notes + [f"{k} resolved as of {d} (first release that runs on Python {man['python']})" for k, d in lifted]
+    installed = {f.split("==")[0].lower() for f in man.get("freeze", [])}
+    lifted = [
+        (k, d) for k, d in man.get("cutoff_lifted", {}).items() if not installed or k.lower() in installed
+    ]  # the ones that mattered
+    why = lambda k: (
+        "first release whose metadata uv can read"
+        if k in host_compat.READABLE_RELEASES
+        else f"first release that runs on Python {man['python']}"
+    )
+    return notes + [f"{k} resolved as of {d} ({why(k)})" for k, d in lifted]
 
 # %% ../nbs/03b_envs.ipynb #54ca4de1
 def _swebench_env(task: Task, gitdir: Path, fetch_python: bool, cutoff: bool, compat: bool) -> Env:
