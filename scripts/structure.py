@@ -32,6 +32,7 @@ LAYERS = [
         "guard",
         "evidence",
         "condaenv",
+        "builds",
     ],
     ["datasets", "envs", "memory"],
     ["envcache", "sandbox", "retrieval", "plans"],

@@ -51,7 +51,7 @@ def compat_lifts(cutoff: str | None, python: str) -> dict:
     }
 
 # %% ../nbs/03e_compat.ipynb #519f4d4e
-READABLE_RELEASES = {"pandas": "2019-07-19T00:00:00Z"}  # 0.25.0: the first without `pytz (>=2011k)`
+READABLE_RELEASES = {"pandas": "2019-08-01T00:00:00Z"}  # 0.25.0 (July 2019): the first without `pytz (>=2011k)`
 
 
 def metadata_lifts(cutoff: str | None) -> dict:

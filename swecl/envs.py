@@ -20,8 +20,8 @@ from filelock import FileLock
 from packaging.requirements import Requirement
 from swebench.harness.constants import MAP_REPO_TO_REQS_PATHS, MAP_REPO_VERSION_TO_SPECS
 
+from . import builds, condaenv, venvs
 from . import compat as host_compat
-from . import condaenv, venvs
 from .compat import COMPAT_NOTE, compat_lifts, local_services, missing_system_packages, write_compat_layer
 from .core import EnvError, cache_dir
 from .repos import extract_tree, git_in
@@ -353,11 +353,14 @@ def _swebench_env(task: Task, gitdir: Path, fetch_python: bool, cutoff: bool, co
         write_compat_layer(path)  # a cached env gets the current layer
     missing = missing_system_packages(plan.spec.get("pre_install", []))
     services, setup, service_notes = local_services(task.repo)
+    install, build_notes = builds.compiled_install(
+        offline_install(plan.spec.get("install"), man["python"]), task.repo, path
+    )
     variables = {"SETUPTOOLS_SCM_PRETEND_VERSION": f"{task.version}.0", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     return Env(
         path,
         man["python"],
-        install=offline_install(plan.spec.get("install")),
+        install=install,
         binds=venvs.home_of(path) + services,
         python_mismatch=man["python_mismatch"],
         test_setup=setup,
@@ -365,7 +368,7 @@ def _swebench_env(task: Task, gitdir: Path, fetch_python: bool, cutoff: bool, co
         pre_install=plan.pre,
         missing_system=missing,
         eval_commands=list(plan.spec.get("eval_commands", [])),
-        notes=_env_notes(plan, man, missing) + service_notes + topped,
+        notes=_env_notes(plan, man, missing) + service_notes + topped + build_notes,
     )
 
 # %% ../nbs/03b_envs.ipynb #acf34e03

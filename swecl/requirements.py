@@ -68,11 +68,13 @@ def split_pins(reqs: list) -> tuple[list, list]:
     return pinned, [r for r in reqs if r not in pinned]
 
 # %% ../nbs/03g_requirements.ipynb #0dba2588
-def offline_install(install: str | None) -> str | None:
+def offline_install(install: str | None, python: str | None = None) -> str | None:
     "The spec's per-task install, offline and against the env's own build tools (editable installs in `compat` mode)."
     if not install or "pip install" not in install:
         return install
+    pep660 = re.search(r"pip install .*-e\b", install) and "--no-use-pep517" not in install
+    old = python is not None and tuple(map(int, python.split("."))) < (3, 7)  # pip 21.3: no --config-settings
     extra = "--no-build-isolation --no-index --no-deps" + (
-        " --config-settings editable_mode=compat" if re.search(r"pip install .*-e\b", install) else ""
+        " --config-settings editable_mode=compat" if pep660 and not old else ""
     )
     return install.replace("pip install", f"pip install {extra}", 1)
