@@ -6,33 +6,33 @@
 from __future__ import annotations
 
 import shlex
-import shutil
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['COMPILED_REPOS', 'CCACHE', 'MPLSETUP', 'MPLSETUP_TEXT', 'compiled_install']
+__all__ = ['COMPILED_REPOS', 'CCACHE', 'CCACHE_LINKS', 'MPLSETUP', 'MPLSETUP_TEXT', 'compiled_install']
 
 # %% ../nbs/03k_builds.ipynb #84a4c0d6
 COMPILED_REPOS = ("astropy/astropy", "scikit-learn/scikit-learn", "matplotlib/matplotlib")
 CCACHE = ".ccache"  # in the env folder, at /testenv/.ccache in a session
+CCACHE_LINKS = "/usr/lib/ccache"  # Debian's ccache: gcc, g++, cc … that call ccache (builds override CC in odd ways)
 MPLSETUP = "mplsetup.cfg"  # matplotlib >= 3.3 reads it from MPLSETUPCFG
 MPLSETUP_TEXT = "[libs]\nsystem_freetype = true\nsystem_qhull = true\n"
 
 
-def compiled_install(install: str | None, repo: str, env_path: Path, ccache: str | None = None) -> tuple:
+def compiled_install(install: str | None, repo: str, env_path: Path, links: str | None = None) -> tuple:
     "(install command, notes) for `repo`: compilers behind ccache when it is installed, system libraries for matplotlib."
     if not install or repo not in COMPILED_REPOS:
         return install, []
-    ccache = ccache if ccache is not None else shutil.which("ccache")
-    env, notes = {}, []
-    if ccache:
+    links = links if links is not None else (CCACHE_LINKS if Path(CCACHE_LINKS, "gcc").exists() else "")
+    env, notes, path = {}, [], ""
+    if links:
+        path = f"PATH={links}:$PATH "  # first on the PATH: every compiler call goes through ccache, links included
         env |= {
-            "CC": "ccache gcc",
-            "CXX": "ccache g++",
             "CCACHE_DIR": f"/testenv/{CCACHE}",
             "CCACHE_BASEDIR": "/testbed",
+            "CCACHE_NOHASHDIR": "1",
+            "CCACHE_MAXSIZE": "2G",
         }
-        env |= {"CCACHE_NOHASHDIR": "1", "CCACHE_MAXSIZE": "5G"}
         notes.append("extensions compiled behind ccache (cache in the env, shared by its tasks)")
     else:
         notes.append("ccache is not installed: every task compiles its extensions from scratch (make sysdeps)")
@@ -40,5 +40,5 @@ def compiled_install(install: str | None, repo: str, env_path: Path, ccache: str
         (Path(env_path) / MPLSETUP).write_text(MPLSETUP_TEXT)
         env["MPLSETUPCFG"] = f"/testenv/{MPLSETUP}"
         notes.append("matplotlib built against the system's freetype and qhull (its setup would download them)")
-    prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    prefix = path + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     return f"{prefix} {install}", notes

@@ -19,9 +19,10 @@ from .core import EnvError, cache_dir
 from .venvs import atomic_dir, host_python, pip_install, uv_bin
 
 # %% auto #0
-__all__ = ['COMPAT_RELEASES', 'READABLE_RELEASES', 'COMPAT_NOTE', 'HTTPBIN_REPOS', 'HTTPBIN_PORT', 'compat_lifts',
-           'metadata_lifts', 'shim_source', 'write_compat_layer', 'service_env', 'httpbin_setup', 'local_services',
-           'apt_packages', 'system_package_installed', 'missing_system_packages']
+__all__ = ['COMPAT_RELEASES', 'READABLE_RELEASES', 'PYTEST_REPORTS', 'PYTEST_FAMILY', 'COMPAT_NOTE', 'HTTPBIN_REPOS',
+           'HTTPBIN_PORT', 'compat_lifts', 'metadata_lifts', 'requested_names', 'harness_lifts', 'merge_lifts',
+           'shim_source', 'write_compat_layer', 'service_env', 'httpbin_setup', 'local_services', 'apt_packages',
+           'system_package_installed', 'missing_system_packages']
 
 # %% ../nbs/03e_compat.ipynb #bf9c6356
 # package -> (host Python from which it is needed, date just after the first release that runs there)
@@ -58,6 +59,36 @@ def metadata_lifts(cutoff: str | None) -> dict:
     "package -> later cut-off, for the packages of `READABLE_RELEASES` whose readable releases are after `cutoff`."
     when = lambda d: datetime.fromisoformat(d.replace("Z", "+00:00"))
     return {pkg: date for pkg, date in READABLE_RELEASES.items() if cutoff and when(cutoff) < when(date)}
+
+# %% ../nbs/03e_compat.ipynb #9008fe46
+PYTEST_REPORTS = "2019-11-01T00:00:00Z"  # pytest 5.2: after 4.6, the first whose -rA lists passing tests
+PYTEST_FAMILY = ("pytest", "pluggy", "py", "attrs", "more-itertools", "atomicwrites", "wcwidth", "packaging", "six")
+PYTEST_FAMILY += ("importlib-metadata", "zipp", "pyparsing")
+
+
+def requested_names(spec: dict) -> set:
+    "Names the spec installs unpinned: its conda package list and its `pip_packages` without `==`."
+    pk = spec.get("packages") or ""
+    listed = [] if pk in ("requirements.txt", "environment.yml") else pk.split()
+    loose = [r for r in listed + list(spec.get("pip_packages") or []) if "==" not in r]
+    return {re.split(r"[<>=!~\[ ;]", r.strip("'\""))[0].lower() for r in loose}
+
+
+def harness_lifts(cutoff: str | None, spec: dict) -> dict:
+    "pytest's family -> `PYTEST_REPORTS`, when the spec installs pytest unpinned and the cut-off predates it."
+    when = lambda d: datetime.fromisoformat(d.replace("Z", "+00:00"))
+    if not cutoff or when(cutoff) >= when(PYTEST_REPORTS) or "pytest" not in requested_names(spec):
+        return {}
+    return dict.fromkeys(PYTEST_FAMILY, PYTEST_REPORTS)
+
+
+def merge_lifts(*lifts: dict) -> dict:
+    "One lift per package, the latest date of those given (a lift never narrows another)."
+    out = {}
+    for d in lifts:
+        for k, v in d.items():
+            out[k] = max(out.get(k, v), v)
+    return out
 
 # %% ../nbs/03e_compat.ipynb #d6df4c03
 def shim_source() -> str:

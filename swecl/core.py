@@ -76,9 +76,9 @@ class InfraError(RuntimeError):
 
     default_reason = "infra"
 
-    def __init__(self, msg: str, reason: str | None = None):
+    def __init__(self, msg: str, reason: str | None = None, output: str = ""):
         super().__init__(msg)
-        self.reason = reason or self.default_reason
+        self.reason, self.output = reason or self.default_reason, output  # output: the full log behind `msg`
 
 
 class EnvError(InfraError):

@@ -247,7 +247,11 @@ def plan_env(task: Task, gitdir: Path, fetch_python: bool = True, cutoff: bool =
     commit_date = git_in(gitdir, "show", "-s", "--format=%cI", setup_commit).stdout.strip()
     date = (commit_date or task.created_at) if cutoff else None
     pre = [c for c in spec.get("pre_install", []) if "apt-get" not in c]
-    lifts = host_compat.metadata_lifts(date) | (compat_lifts(date, pyver) if compat else {})
+    lifts = host_compat.merge_lifts(
+        host_compat.metadata_lifts(date),
+        host_compat.harness_lifts(date, spec),
+        compat_lifts(date, pyver) if compat else {},
+    )
     return EnvPlan(task, gitdir, spec, py, pyver, mismatch, setup_commit, date, pre, lifts, compat)
 
 # %% ../nbs/03b_envs.ipynb #b6b8c42e
@@ -332,12 +336,14 @@ def _env_notes(plan: EnvPlan, man: dict, missing: list) -> list:
     lifted = [
         (k, d) for k, d in man.get("cutoff_lifted", {}).items() if not installed or k.lower() in installed
     ]  # the ones that mattered
-    why = lambda k: (
+    why = lambda k, d: (
         "first release whose metadata uv can read"
         if k in host_compat.READABLE_RELEASES
+        else "with pytest, whose -rA lists passing tests from 4.6 on"
+        if k in host_compat.PYTEST_FAMILY and d == host_compat.PYTEST_REPORTS
         else f"first release that runs on Python {man['python']}"
     )
-    return notes + [f"{k} resolved as of {d} ({why(k)})" for k, d in lifted]
+    return notes + [f"{k} resolved as of {d} ({why(k, d)})" for k, d in lifted]
 
 # %% ../nbs/03b_envs.ipynb #54ca4de1
 def _swebench_env(task: Task, gitdir: Path, fetch_python: bool, cutoff: bool, compat: bool) -> Env:

@@ -375,7 +375,7 @@ def grade(
         try:
             s = sandbox.open(task)  # set up as SWE-bench's instance image: pre_install, install, committed
         except SandboxError as e:
-            logs.append(f"$ open session\n{e}")
+            logs.append(f"$ open session\n{e}\n{e.output}")
             return mark_infra(g, e.reason, str(e))
         g.seconds["setup"] = round(time.time() - t0, 3)
         with s:

@@ -246,7 +246,7 @@ class LocalSandbox:
             if install and (r := s.install()) is not None:
                 if r.exit_code:
                     msg = f"The install step of {task.instance_id} failed ({env.install}): {r.output.strip()[-300:]}"
-                    raise SandboxError(msg, "install")
+                    raise SandboxError(msg, "install", r.output)
                 s.commit_setup()
             return s
         except Exception:
