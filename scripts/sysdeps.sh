@@ -14,6 +14,9 @@ command -v ccache >/dev/null 2>&1 || missing+=(ccache)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 [ -e /usr/include/freetype2/ft2build.h ] || missing+=(libfreetype6-dev)
 [ -e /usr/include/libqhull_r/libqhull_r.h ] || missing+=(libqhull-dev)
+# django's test requirements build pylibmc (libmemcached) and read GeoIP databases (libmaxminddb)
+[ -e /usr/include/libmemcached/memcached.h ] || missing+=(libmemcached-dev)
+[ -e /usr/include/maxminddb.h ] || missing+=(libmaxminddb-dev)
 # xarray's cfgrib needs the ecCodes C library, which conda's environment.yml brings and PyPI does not
 ls /usr/lib/*/libeccodes.so.0 >/dev/null 2>&1 || missing+=(libeccodes0)
 # Python 3.9 (sympy, sphinx, pytest, astropy specs) when neither pyenv nor the system has one: Debian bullseye's
