@@ -286,6 +286,8 @@ def run_limited(
             os.killpg(p.pid, signal.SIGKILL)
         p.wait()
         reader.join(5)  # a process that left the group may hold the pipe: the reader is a daemon thread
+    if not reader.is_alive():
+        p.stdout.close()  # drained: close it here rather than leave it to the garbage collector
     note = f"\n[killed: {killed}]" if killed and killed != "timeout" else ""
     code = -9 if killed else p.returncode
     return RunResult(code, cap.text() + note, time.time() - t0, killed == "timeout", cap.nbytes, killed)
