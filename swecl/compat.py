@@ -19,10 +19,10 @@ from .core import EnvError, cache_dir
 from .venvs import atomic_dir, host_python, pip_install, uv_bin
 
 # %% auto #0
-__all__ = ['COMPAT_RELEASES', 'READABLE_RELEASES', 'PYTEST_REPORTS', 'PYTEST_FAMILY', 'COMPAT_NOTE', 'HTTPBIN_REPOS',
-           'HTTPBIN_PORT', 'compat_lifts', 'metadata_lifts', 'requested_names', 'harness_lifts', 'merge_lifts',
-           'shim_source', 'write_compat_layer', 'service_env', 'httpbin_setup', 'local_services', 'apt_packages',
-           'system_package_installed', 'missing_system_packages']
+__all__ = ['COMPAT_RELEASES', 'READABLE_RELEASES', 'PYTEST_REPORTS', 'PYTEST_FAMILY', 'ONLY_RELEASE_LEFT', 'COMPAT_NOTE',
+           'HTTPBIN_REPOS', 'HTTPBIN_PORT', 'compat_lifts', 'metadata_lifts', 'requested_names', 'harness_lifts',
+           'merge_lifts', 'shim_source', 'write_compat_layer', 'service_env', 'httpbin_setup', 'local_services',
+           'apt_packages', 'system_package_installed', 'missing_system_packages']
 
 # %% ../nbs/03e_compat.ipynb #bf9c6356
 # package -> (host Python from which it is needed, date just after the first release that runs there)
@@ -64,6 +64,7 @@ def metadata_lifts(cutoff: str | None) -> dict:
 PYTEST_REPORTS = "2019-11-01T00:00:00Z"  # pytest 5.2: after 4.6, the first whose -rA lists passing tests
 PYTEST_FAMILY = ("pytest", "pluggy", "py", "attrs", "more-itertools", "atomicwrites", "wcwidth", "packaging", "six")
 PYTEST_FAMILY += ("importlib-metadata", "zipp", "pyparsing")
+ONLY_RELEASE_LEFT = {"atomicwrites": "2022-07-09T00:00:00Z"}  # 1.4.1: every older release was removed from PyPI
 
 
 def requested_names(spec: dict) -> set:
@@ -79,7 +80,7 @@ def harness_lifts(cutoff: str | None, spec: dict) -> dict:
     when = lambda d: datetime.fromisoformat(d.replace("Z", "+00:00"))
     if not cutoff or when(cutoff) >= when(PYTEST_REPORTS) or "pytest" not in requested_names(spec):
         return {}
-    return dict.fromkeys(PYTEST_FAMILY, PYTEST_REPORTS)
+    return dict.fromkeys(PYTEST_FAMILY, PYTEST_REPORTS) | ONLY_RELEASE_LEFT
 
 
 def merge_lifts(*lifts: dict) -> dict:
