@@ -19,10 +19,10 @@ from uv import find_uv_bin
 from .core import EnvError
 
 # %% auto #0
-__all__ = ['PYTHON_DIRS', 'SETUPTOOLS', 'FAR_FUTURE', 'NETWORK_ERRORS', 'host_python', 'home_of', 'atomic_dir', 'uv_bin',
-           'python_version', 'pyenv_root', 'python_candidates', 'installed_pythons', 'closest_version', 'find_python',
-           'dated_args', 'install_failure', 'pip_install', 'own_interpreter', 'relocate_scripts', 'link_shared',
-           'create_venv']
+__all__ = ['PYTHON_DIRS', 'SETUPTOOLS', 'FAR_FUTURE', 'NETWORK_ERRORS', 'OLD_SETUPTOOLS', 'OLD_BUILD_SIGN', 'host_python',
+           'home_of', 'atomic_dir', 'uv_bin', 'python_version', 'pyenv_root', 'python_candidates', 'installed_pythons',
+           'closest_version', 'find_python', 'dated_args', 'install_failure', 'pip_install', 'own_interpreter',
+           'relocate_scripts', 'link_shared', 'create_venv']
 
 # %% ../nbs/03i_venvs.ipynb #9290b92b
 def host_python() -> str:
@@ -157,6 +157,10 @@ def install_failure(args: list, r: subprocess.CompletedProcess) -> EnvError:
     return EnvError(f"Installing {' '.join(args)[:120]} failed: {' '.join(tail)[:300]}", reason)
 
 # %% ../nbs/03i_venvs.ipynb #832b6de9
+OLD_SETUPTOOLS = "setuptools<46"  # the last with `setuptools.Feature`, which 2017-2019 sdists import (maxminddb 1.4)
+OLD_BUILD_SIGN = "cannot import name 'Feature'"
+
+
 def pip_install(
     uv: str | None,
     py: Path,
@@ -166,19 +170,26 @@ def pip_install(
     env: dict | None = None,
     no_build_isolation: bool = False,
     lifts: dict | None = None,
+    build_tools: str = SETUPTOOLS,
 ):
     "Install `args` into the venv of `py` as of `cutoff` (uv, else the env's pip), logging the command; `EnvError` on failure."
     if not args:
         return
     with tempfile.NamedTemporaryFile("w", suffix=".txt") as bc:
-        bc.write(SETUPTOOLS + "\n")
+        bc.write(build_tools + "\n")
         bc.flush()
         dated = dated_args(cutoff, lifts)
         pip = [str(py), "-m", "pip", "install", "-q"]
         cmd = [uv, "pip", "install", "--python", str(py), "--build-constraint", bc.name, *dated] if uv else pip
         cmd += (["--no-build-isolation"] if no_build_isolation else []) + args
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env={**os.environ, **(env or {})})
-    log.append({"cmd": cmd[5:] if uv else cmd[1:], "rc": r.returncode})
+    log.append(
+        {"cmd": cmd[5:] if uv else cmd[1:], "rc": r.returncode}
+        | ({"build_tools": build_tools} if build_tools != SETUPTOOLS else {})
+    )
+    if r.returncode and uv and build_tools == SETUPTOOLS and OLD_BUILD_SIGN in (r.stderr or ""):
+        # shown by the error, and logged: an old sdist's build needs the setuptools of its time
+        return pip_install(uv, py, args, cutoff, log, env, no_build_isolation, lifts, OLD_SETUPTOOLS)
     if r.returncode:
         raise install_failure(args, r)
 
