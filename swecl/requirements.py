@@ -5,6 +5,7 @@
 # %% ../nbs/03g_requirements.ipynb #56f8befd
 from __future__ import annotations
 
+import ast
 import re
 import tomllib
 from pathlib import Path
@@ -13,7 +14,8 @@ from .core import EnvError
 from .repos import git_in, git_show
 
 # %% auto #0
-__all__ = ['DEPENDENCY_FILES', 'requirements_at', 'build_requires', 'dependency_key', 'req_name', 'split_pins', 'offline_install']
+__all__ = ['DEPENDENCY_FILES', 'requirements_at', 'setup_requires', 'build_requires', 'dependency_key', 'req_name', 'split_pins',
+           'offline_install']
 
 # %% ../nbs/03g_requirements.ipynb #a60869b3
 def requirements_at(gitdir: Path, commit: str, paths: list) -> str:
@@ -38,13 +40,30 @@ def requirements_at(gitdir: Path, commit: str, paths: list) -> str:
     return "\n".join(extra + ["\n".join(base)])
 
 # %% ../nbs/03g_requirements.ipynb #16d462e4
+def setup_requires(text: str) -> list:
+    "The literal `setup_requires=[...]` strings of a setup.py (matplotlib 3.4 builds against numpy this way), or []."
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.keyword)
+            and node.arg == "setup_requires"
+            and isinstance(node.value, (ast.List, ast.Tuple))
+        ):
+            return [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return []
+
+
 def build_requires(gitdir: Path, commit: str) -> list:
-    "Build-system requirements of the project at `commit`, so per-task installs need neither network nor build isolation."
+    "Build requirements of the project at `commit` (pyproject's, then setup.py's literal `setup_requires`), so per-task installs need neither network nor build isolation."
     try:
         text = git_show(gitdir, commit, "pyproject.toml") or ""
-        return list(tomllib.loads(text).get("build-system", {}).get("requires", []))
+        pyproject = list(tomllib.loads(text).get("build-system", {}).get("requires", []))
     except tomllib.TOMLDecodeError:
-        return []
+        pyproject = []
+    return list(dict.fromkeys(pyproject + setup_requires(git_show(gitdir, commit, "setup.py") or "")))
 
 # %% ../nbs/03g_requirements.ipynb #433aa75b
 DEPENDENCY_FILES = ("setup.py", "setup.cfg", "pyproject.toml")
