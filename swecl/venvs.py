@@ -128,7 +128,7 @@ def find_python(want: str, fetch: bool = True) -> tuple[str, bool]:
     return have[closest_version(want, have) or host_python()], True
 
 # %% ../nbs/03i_venvs.ipynb #5032d338
-SETUPTOOLS = "setuptools<81"  # the build tools' constraint: the newest setuptools with pkg_resources
+SETUPTOOLS = "setuptools<71"  # the build tools' constraint: 71 on prefer an installed (old) packaging to their own
 FAR_FUTURE = "2100-01-01T00:00:00Z"  # an exact pin's cut-off: any upload date
 
 # %% ../nbs/03i_venvs.ipynb #ad94830c
