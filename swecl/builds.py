@@ -5,11 +5,12 @@
 # %% ../nbs/03k_builds.ipynb #49ee5631
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['COMPILED_REPOS', 'CCACHE', 'CCACHE_LINKS', 'MPLSETUP', 'MPLSETUP_TEXT', 'compiled_install']
+__all__ = ['COMPILED_REPOS', 'CCACHE', 'CCACHE_LINKS', 'MPLSETUP', 'MPLSETUP_TEXT', 'compiled_install', 'host_build_env']
 
 # %% ../nbs/03k_builds.ipynb #84a4c0d6
 COMPILED_REPOS = ("astropy/astropy", "scikit-learn/scikit-learn", "matplotlib/matplotlib")
@@ -42,3 +43,15 @@ def compiled_install(install: str | None, repo: str, env_path: Path, links: str 
         notes.append("matplotlib built against the system's freetype and qhull (its setup would download them)")
     prefix = path + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     return f"{prefix} {install}", notes
+
+# %% ../nbs/03k_builds.ipynb #75e8a12a
+def host_build_env(repo: str, env_path: Path, links: str | None = None) -> dict:
+    "Variables for building `repo` on the host into the env at `env_path`: matplotlib's system libraries, ccache."
+    if repo not in COMPILED_REPOS:
+        return {}
+    links = links if links is not None else (CCACHE_LINKS if Path(CCACHE_LINKS, "gcc").exists() else "")
+    out = {"PATH": f"{links}:{os.environ.get('PATH', '')}", "CCACHE_DIR": str(Path(env_path) / CCACHE)} if links else {}
+    if repo == "matplotlib/matplotlib":
+        (Path(env_path) / MPLSETUP).write_text(MPLSETUP_TEXT)
+        out["MPLSETUPCFG"] = str(Path(env_path) / MPLSETUP)
+    return out

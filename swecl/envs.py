@@ -138,7 +138,17 @@ def _project_copy(gitdir: Path, commit: str, dest: str, pre_install=()):
 
 # %% ../nbs/03b_envs.ipynb #e6e5e671
 def _install_project(
-    uv, vpy: Path, gitdir: Path, commit: str, install, date, log: list, version: str, pre_install=(), lifts=None
+    uv,
+    vpy: Path,
+    gitdir: Path,
+    commit: str,
+    install,
+    date,
+    log: list,
+    version: str,
+    pre_install=(),
+    lifts=None,
+    build_env=None,
 ):
     "The project's own dependencies, resolved as of the version's date from the environment commit."
     m = re.search(r"pip install (?:-e )?\.(\[[^\]]*\])?", install or "")
@@ -146,7 +156,7 @@ def _install_project(
         return
     with tempfile.TemporaryDirectory() as d:
         _project_copy(gitdir, commit, d, pre_install)
-        pretend = {"SETUPTOOLS_SCM_PRETEND_VERSION": f"{version}.0"}
+        pretend = {"SETUPTOOLS_SCM_PRETEND_VERSION": f"{version}.0"} | (build_env or {})
         venvs.pip_install(uv, vpy, ["--no-deps", d], None, log, env=pretend, no_build_isolation=True)
         venvs.pip_install(uv, vpy, project_requirements(vpy, d, m.group(1)), date, log, lifts=lifts)
 
@@ -193,9 +203,20 @@ def _build_task_copy(path: Path, task: Task, gitdir: Path, spec: dict, man: dict
     with FileLock(str(path) + ".install.lock"):  # not while a session installs its project into the env
         shutil.copytree(path, tmp, symlinks=True, dirs_exist_ok=True, copy_function=venvs.link_shared)
     log, vpy, install = [], tmp / "bin" / "python", spec.get("install")
+    build_env = builds.host_build_env(task.repo, tmp)
     try:
         _install_project(
-            venvs.uv_bin(), vpy, gitdir, task.base_commit, install, man["cutoff"], log, task.version, pre, man["held"]
+            venvs.uv_bin(),
+            vpy,
+            gitdir,
+            task.base_commit,
+            install,
+            man["cutoff"],
+            log,
+            task.version,
+            pre,
+            man["held"],
+            build_env,
         )
     except EnvError as e:
         log.append({"error": str(e)})
@@ -290,7 +311,10 @@ def _install_requirements(plan: EnvPlan, uv, vpy: Path, tmp: Path, log: list) ->
     venvs.pip_install(uv, vpy, sp_pinned, None, log)
     venvs.pip_install(uv, vpy, sp_loose, plan.cutoff, log, lifts=held)
     install, version = plan.spec.get("install"), plan.task.version
-    _install_project(uv, vpy, plan.gitdir, plan.setup_commit, install, plan.cutoff, log, version, plan.pre, held)
+    build_env = builds.host_build_env(plan.task.repo, vpy.parent.parent)
+    _install_project(
+        uv, vpy, plan.gitdir, plan.setup_commit, install, plan.cutoff, log, version, plan.pre, held, build_env
+    )
     return held, subs
 
 # %% ../nbs/03b_envs.ipynb #4871173e
