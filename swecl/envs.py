@@ -24,7 +24,7 @@ from . import builds, condaenv, venvs
 from . import compat as host_compat
 from .compat import COMPAT_NOTE, compat_lifts, local_services, missing_system_packages, write_compat_layer
 from .core import EnvError, cache_dir
-from .repos import extract_tree, git_in
+from .repos import extract_tree, git_in, tree_error
 from .requirements import build_requires, dependency_key, offline_install, req_name, requirements_at, split_pins
 from .schema import Task
 
@@ -128,8 +128,9 @@ def swebench_env_name(repo: str, version: str, pyver: str, compat: bool) -> str:
 # %% ../nbs/03b_envs.ipynb #24e737b4
 def _project_copy(gitdir: Path, commit: str, dest: str, pre_install=()):
     "The project's tree at `commit` in `dest`, with the spec's `pre_install` edits, ready to resolve its dependencies."
-    if extract_tree(gitdir, commit, dest) is not None:
-        raise EnvError(f"The environment commit {commit[:12]} is not in {gitdir}; update the mirror.", "missing-commit")
+    if (err := extract_tree(gitdir, commit, dest)) is not None:
+        reason, msg = tree_error(gitdir, commit, err)
+        raise EnvError(f"The environment commit: {msg}", reason)
     for c in pre_install:
         subprocess.run(c, shell=True, cwd=dest, capture_output=True)  # the spec's own edits (pins in setup.py) first
     cfg = Path(dest) / "setup.cfg"  # only resolves dependencies: drop date-stamped dev tags that modern tools reject

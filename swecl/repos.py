@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,8 +16,8 @@ from filelock import FileLock
 from .core import SandboxError, cache_dir
 
 # %% auto #0
-__all__ = ['SAFE_GIT', 'GIT_IDENTITY', 'git', 'git_dir', 'git_in', 'git_show', 'extract_tree', 'export_tree', 'mirror_candidates',
-           'find_repo']
+__all__ = ['SAFE_GIT', 'GIT_IDENTITY', 'MISSING_BLOB', 'git', 'git_dir', 'git_in', 'git_show', 'extract_tree', 'tree_error',
+           'export_tree', 'mirror_candidates', 'find_repo']
 
 # %% ../nbs/03d_repos.ipynb #a02ad8bf
 SAFE_GIT = "git -c core.fsmonitor=false -c core.hooksPath=/dev/null -c diff.external= -c core.pager=cat"
@@ -64,11 +65,26 @@ def extract_tree(repo: Path, commit: str, dest: str | Path) -> str | None:
     subprocess.run(["tar", "-x", "-C", str(dest)], input=arch.stdout, check=True)
 
 
+MISSING_BLOB = re.compile(r"invalid object \w+ \w+ for '([^']+)'")
+
+
+def tree_error(gitdir: Path, commit: str, err: str) -> tuple[str, str]:
+    "(reason, sentence) for git's error on `commit`: a commit the mirror lacks, or a file of it (a partial copy)."
+    if m := MISSING_BLOB.search(err):
+        why = "a partial copy: snapshot mirrors leave out large files"
+        return (
+            "mirror-incomplete",
+            f"The mirror {gitdir} lacks {m.group(1)} of commit {commit[:12]} ({why}); use a full clone.",
+        )
+    return "missing-commit", f"Commit {commit[:12]} is not in {gitdir}: {err}; update the mirror."
+
+
 def export_tree(gitdir: Path, commit: str, dest: Path):
     "A new one-commit repository at `dest` holding only `commit`'s tree."
     dest.mkdir(parents=True)
     if (err := extract_tree(gitdir, commit, dest)) is not None:
-        raise SandboxError(f"Commit {commit[:12]} is not in {gitdir}: {err}; update the mirror.", "missing-commit")
+        reason, msg = tree_error(gitdir, commit, err)
+        raise SandboxError(msg, reason)
     git(dest, "init", "-q")
     git(dest, "add", "-A", "-f")
     git(dest, "commit", "-q", "--allow-empty", "-m", f"base {commit}", date="2000-01-01T00:00:00+00:00")
