@@ -20,17 +20,16 @@ from filelock import FileLock
 from packaging.requirements import Requirement
 from swebench.harness.constants import MAP_REPO_TO_REQS_PATHS, MAP_REPO_VERSION_TO_SPECS
 
-from . import builds, condaenv, venvs
+from . import builds, condaenv, requirements, venvs
 from . import compat as host_compat
 from .compat import COMPAT_NOTE, compat_lifts, local_services, missing_system_packages, write_compat_layer
 from .core import EnvError, cache_dir
 from .repos import extract_tree, git_in, tree_error
-from .requirements import build_requires, dependency_key, offline_install, req_name, requirements_at, split_pins
 from .schema import Task
 
 # %% auto #0
-__all__ = ['MINI_ENV_ROOTS', 'ENV_RECIPE', 'COPY_INFIX', 'REQUIRES_OF', 'Env', 'dist_closure', 'copy_dists', 'mini_env',
-           'swebench_spec', 'swebench_env_name', 'project_requirements', 'EnvPlan', 'plan_env', 'swebench_env']
+__all__ = ['MINI_ENV_ROOTS', 'ENV_RECIPE', 'COPY_INFIX', 'Env', 'dist_closure', 'copy_dists', 'mini_env', 'swebench_spec',
+           'swebench_env_name', 'EnvPlan', 'plan_env', 'swebench_env']
 
 # %% ../nbs/03b_envs.ipynb #b594de1a
 @dataclass
@@ -159,44 +158,7 @@ def _install_project(
         _project_copy(gitdir, commit, d, pre_install)
         pretend = {"SETUPTOOLS_SCM_PRETEND_VERSION": f"{version}.0"} | (build_env or {})
         venvs.pip_install(uv, vpy, ["--no-deps", d], None, log, env=pretend, no_build_isolation=True)
-        venvs.pip_install(uv, vpy, project_requirements(vpy, d, m.group(1)), date, log, lifts=lifts)
-
-# %% ../nbs/03b_envs.ipynb #1cd0445f
-REQUIRES_OF = """import email, glob, json, os, site, sys
-try:
-    from importlib import metadata
-except ImportError:  # Python 3.6 and 3.7: read the dist-info of the install directly
-    metadata = None
-if metadata:
-    d = next(d for d in metadata.distributions() if sys.argv[1] in (d.read_text('direct_url.json') or ''))
-    print(json.dumps(d.requires or []))
-    sys.exit(0)
-for info in [i for sp in site.getsitepackages() for i in glob.glob(os.path.join(sp, '*.dist-info'))]:
-    url = os.path.join(info, 'direct_url.json')
-    if os.path.exists(url) and sys.argv[1] in open(url).read():
-        meta = email.message_from_string(open(os.path.join(info, 'METADATA')).read())
-        print(json.dumps(meta.get_all('Requires-Dist') or []))
-        sys.exit(0)
-sys.exit('no distribution was installed from ' + sys.argv[1])"""
-
-
-def project_requirements(vpy: Path, src: str, extras: str | None) -> list:
-    "The requirements of the project installed from `src` with `extras` (e.g. '[test]'), markers evaluated for the env."
-    r = subprocess.run([str(vpy), "-c", REQUIRES_OF, f"file://{src}"], capture_output=True, text=True)
-    if r.returncode:
-        raise EnvError(
-            f"The project installed from {src} has no readable metadata: {r.stderr.strip()[-200:]}", "env-build"
-        )
-    pyver = venvs.python_version(str(vpy))
-    marker_env = {"python_version": pyver, "python_full_version": f"{pyver}.0"}
-    wanted = [""] + [e.strip() for e in (extras or "").strip("[]").split(",") if e.strip()]
-    out = []
-    for line in json.loads(r.stdout):
-        req = Requirement(line)
-        if req.marker is None or any(req.marker.evaluate({**marker_env, "extra": e}) for e in wanted):
-            req.marker = None
-            out.append(str(req))
-    return list(dict.fromkeys(out))
+        venvs.pip_install(uv, vpy, requirements.project_requirements(vpy, d, m.group(1)), date, log, lifts=lifts)
 
 # %% ../nbs/03b_envs.ipynb #3cb51c0a
 def _build_task_copy(path: Path, task: Task, gitdir: Path, spec: dict, man: dict, pre: list, key: str, tmp: Path):
@@ -230,8 +192,8 @@ def _task_env(path: Path, task: Task, gitdir: Path, spec: dict, man: dict, pre: 
     "The env folder a task runs in (the env, or its copy with the base commit's dependencies), and notes."
     if not re.search(r"pip install (?:-e )?\.", spec.get("install") or ""):
         return path, []
-    key = dependency_key(gitdir, task.base_commit)
-    if key == dependency_key(gitdir, man["setup_commit"]):
+    key = requirements.dependency_key(gitdir, task.base_commit)
+    if key == requirements.dependency_key(gitdir, man["setup_commit"]):
         return path, []
     build = partial(_build_task_copy, path, task, gitdir, spec, man, pre, key)
     derived = venvs.atomic_dir(path.with_name(f"{path.name}{COPY_INFIX}{key}"), build)
@@ -281,16 +243,16 @@ def _spec_requirements(plan: EnvPlan, tmp: Path) -> tuple[list, list]:
     "(exact pins, the rest) of the spec's requirements file or package list, with the project's build requirements."
     pk = plan.spec.get("packages", "")
     if pk == "requirements.txt":
-        reqs = requirements_at(plan.gitdir, plan.setup_commit, MAP_REPO_TO_REQS_PATHS[plan.task.repo])
+        reqs = requirements.requirements_at(plan.gitdir, plan.setup_commit, MAP_REPO_TO_REQS_PATHS[plan.task.repo])
         (tmp / "requirements.txt").write_text(reqs)
-        pinned, loose = split_pins(reqs.splitlines())
+        pinned, loose = requirements.split_pins(reqs.splitlines())
         pinned = [p for p in pinned if not re.match(r"setuptools\s*==", p)]
     elif pk == "environment.yml":
         pinned, loose = [], []  # translated and installed on its own (condaenv)
     else:
-        pinned, loose = split_pins([p for p in pk.split() if not p.startswith("python")])
-    build = build_requires(plan.gitdir, plan.setup_commit)
-    return pinned, loose + [r for r in build if req_name(r) not in ("setuptools", "wheel")]
+        pinned, loose = requirements.split_pins([p for p in pk.split() if not p.startswith("python")])
+    build = requirements.build_requires(plan.gitdir, plan.setup_commit)
+    return pinned, loose + [r for r in build if requirements.req_name(r) not in ("setuptools", "wheel")]
 
 # %% ../nbs/03b_envs.ipynb #e36df564
 def _install_requirements(plan: EnvPlan, uv, vpy: Path, tmp: Path, log: list) -> tuple[dict, list]:
@@ -298,8 +260,8 @@ def _install_requirements(plan: EnvPlan, uv, vpy: Path, tmp: Path, log: list) ->
     pins = [p for p in plan.spec.get("pip_packages", []) if re.match(r"setuptools\s*==", p)] or [venvs.SETUPTOOLS]
     venvs.pip_install(uv, vpy, ["wheel", *pins, "pip"], None, log)
     pinned, loose = _spec_requirements(plan, tmp)
-    sp_pinned, sp_loose = split_pins(plan.spec.get("pip_packages", []))
-    held = {**plan.lifts, **{req_name(p): venvs.FAR_FUTURE for p in pinned + sp_pinned}}
+    sp_pinned, sp_loose = requirements.split_pins(plan.spec.get("pip_packages", []))
+    held = {**plan.lifts, **{requirements.req_name(p): venvs.FAR_FUTURE for p in pinned + sp_pinned}}
     venvs.pip_install(uv, vpy, pinned, None, log)
     venvs.pip_install(uv, vpy, loose, plan.cutoff, log, lifts=held)
     subs = []
@@ -385,7 +347,7 @@ def _swebench_env(task: Task, gitdir: Path, fetch_python: bool, cutoff: bool, co
     missing = missing_system_packages(plan.spec.get("pre_install", []))
     services, setup, service_notes = local_services(task.repo)
     install, build_notes = builds.compiled_install(
-        offline_install(plan.spec.get("install"), man["python"]), task.repo, path
+        requirements.offline_install(plan.spec.get("install"), man["python"]), task.repo, path
     )
     variables = {"SETUPTOOLS_SCM_PRETEND_VERSION": f"{task.version}.0", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     return Env(

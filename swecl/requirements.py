@@ -6,16 +6,21 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 
+from packaging.requirements import Requirement
+
+from . import venvs
 from .core import EnvError
 from .repos import git_in, git_show
 
 # %% auto #0
-__all__ = ['DEPENDENCY_FILES', 'requirements_at', 'setup_requires', 'build_requires', 'dependency_key', 'req_name', 'split_pins',
-           'offline_install']
+__all__ = ['DEPENDENCY_FILES', 'REQUIRES_OF', 'requirements_at', 'setup_requires', 'build_requires', 'dependency_key', 'req_name',
+           'split_pins', 'offline_install', 'project_requirements']
 
 # %% ../nbs/03g_requirements.ipynb #a60869b3
 def requirements_at(gitdir: Path, commit: str, paths: list) -> str:
@@ -97,3 +102,40 @@ def offline_install(install: str | None, python: str | None = None) -> str | Non
         " --config-settings editable_mode=compat" if pep660 and not old else ""
     )
     return install.replace("pip install", f"pip install {extra}", 1)
+
+# %% ../nbs/03g_requirements.ipynb #1cd0445f
+REQUIRES_OF = """import email, glob, json, os, site, sys
+try:
+    from importlib import metadata
+except ImportError:  # Python 3.6 and 3.7: read the dist-info of the install directly
+    metadata = None
+if metadata:
+    d = next(d for d in metadata.distributions() if sys.argv[1] in (d.read_text('direct_url.json') or ''))
+    print(json.dumps(d.requires or []))
+    sys.exit(0)
+for info in [i for sp in site.getsitepackages() for i in glob.glob(os.path.join(sp, '*.dist-info'))]:
+    url = os.path.join(info, 'direct_url.json')
+    if os.path.exists(url) and sys.argv[1] in open(url).read():
+        meta = email.message_from_string(open(os.path.join(info, 'METADATA')).read())
+        print(json.dumps(meta.get_all('Requires-Dist') or []))
+        sys.exit(0)
+sys.exit('no distribution was installed from ' + sys.argv[1])"""
+
+
+def project_requirements(vpy: Path, src: str, extras: str | None) -> list:
+    "The requirements of the project installed from `src` with `extras` (e.g. '[test]'), markers evaluated for the env."
+    r = subprocess.run([str(vpy), "-c", REQUIRES_OF, f"file://{src}"], capture_output=True, text=True)
+    if r.returncode:
+        raise EnvError(
+            f"The project installed from {src} has no readable metadata: {r.stderr.strip()[-200:]}", "env-build"
+        )
+    pyver = venvs.python_version(str(vpy))
+    marker_env = {"python_version": pyver, "python_full_version": f"{pyver}.0"}
+    wanted = [""] + [e.strip() for e in (extras or "").strip("[]").split(",") if e.strip()]
+    out = []
+    for line in json.loads(r.stdout):
+        req = Requirement(line)
+        if req.marker is None or any(req.marker.evaluate({**marker_env, "extra": e}) for e in wanted):
+            req.marker = None
+            out.append(str(req))
+    return list(dict.fromkeys(out))
