@@ -16,8 +16,8 @@ from .core import EnvError
 from .repos import git_show
 
 # %% auto #0
-__all__ = ['CONDA_TO_PYPI', 'NOT_ON_PYPI', 'SPEC', 'PYTHON_WHEELS', 'conda_to_pep508', 'translate_environment_yml',
-           'install_translated', 'environment_requirements']
+__all__ = ['CONDA_TO_PYPI', 'NOT_ON_PYPI', 'SPEC', 'PYTHON_WHEELS', 'NOT_PACKAGES', 'conda_to_pep508',
+           'translate_environment_yml', 'install_translated', 'environment_requirements', 'left_out_names']
 
 # %% ../nbs/03j_condaenv.ipynb #42214006
 CONDA_TO_PYPI = {
@@ -131,3 +131,19 @@ def environment_requirements(gitdir: Path, commit: str, repo: str, cutoff: str |
         subs.append({"conda": path, "pypi": None, "why": why})
         cutoff = floor
     return reqs, subs, cutoff
+
+# %% ../nbs/03j_condaenv.ipynb #d76c60df
+NOT_PACKAGES = ("python", "pip")
+
+
+def left_out_names(subs: list) -> list:
+    "Lower-cased names of the packages an env lacks, from its `conda_substitutions`."
+    out = []
+    for s in subs:
+        if s["pypi"] is None and s["conda"] and "/" not in s["conda"]:
+            out.append(SPEC.match(s["conda"]).group(1).lower())
+        elif s["why"].startswith("not installable"):
+            out.append(SPEC.match(s["pypi"]).group(1).lower())
+    return sorted(
+        {n for n in out if n not in NOT_PACKAGES} | {n.split("-")[-1] for n in out if n.startswith("scitools-")}
+    )

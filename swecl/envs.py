@@ -24,7 +24,7 @@ from . import builds, condaenv, requirements, venvs
 from . import compat as host_compat
 from .compat import COMPAT_NOTE, compat_lifts, local_services, missing_system_packages, write_compat_layer
 from .core import EnvError, cache_dir
-from .repos import extract_tree, git_in, tree_error
+from .repos import extract_tree, git_in, scm_version, tree_error
 from .schema import Task
 
 # %% auto #0
@@ -45,6 +45,7 @@ class Env:
     pre_install: list = field(default_factory=list)  # spec commands run in the working copy before the install
     eval_commands: list = field(default_factory=list)  # spec commands run before the tests
     missing_system: list = field(default_factory=list)  # system packages the spec apt-installs that the host lacks
+    left_out: list = field(default_factory=list)  # packages of a translated environment.yml the env could not have
     test_setup: str | None = None  # shell run before the tests in the same command (local services such as httpbin)
     notes: list = field(default_factory=list)
 
@@ -349,7 +350,8 @@ def _swebench_env(task: Task, gitdir: Path, fetch_python: bool, cutoff: bool, co
     install, build_notes = builds.compiled_install(
         requirements.offline_install(plan.spec.get("install"), man["python"]), task.repo, path
     )
-    variables = {"SETUPTOOLS_SCM_PRETEND_VERSION": f"{task.version}.0", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    version = scm_version(gitdir, task.base_commit) or f"{task.version}.0"  # what a full clone would report
+    variables = {"SETUPTOOLS_SCM_PRETEND_VERSION": version, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     return Env(
         path,
         man["python"],
@@ -360,6 +362,7 @@ def _swebench_env(task: Task, gitdir: Path, fetch_python: bool, cutoff: bool, co
         variables=variables,
         pre_install=plan.pre,
         missing_system=missing,
+        left_out=condaenv.left_out_names(man.get("conda_substitutions", [])),
         eval_commands=list(plan.spec.get("eval_commands", [])),
         notes=_env_notes(plan, man, missing) + service_notes + topped + build_notes,
     )

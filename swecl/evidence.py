@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 
 # %% auto #0
-__all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_SIGNS', 'MAX_EVIDENCE', 'evidence']
+__all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_SIGNS', 'MAX_EVIDENCE', 'network_sign',
+           'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'evidence', 'last_line',
+           'left_out_evidence']
 
 # %% ../nbs/04c_evidence.ipynb #ecc2b3bb
 NETWORK_SIGNS = (
@@ -50,3 +52,26 @@ def evidence(log: str, signs) -> str | None:
         return None
     start, end = log.rfind("\n", 0, m.start()) + 1, log.find("\n", m.end())
     return log[start : len(log) if end < 0 else end].strip()[:MAX_EVIDENCE]
+
+
+def last_line(log: str) -> str | None:
+    "The log's last non-blank line: what a run without per-test results ended on."
+    return next((s.strip()[:MAX_EVIDENCE] for s in reversed((log or "").splitlines()) if s.strip()), None)
+
+
+network_sign = lambda log: evidence(log, NETWORK_SIGNS)
+python_version_sign = lambda log: evidence(log, PYTHON_VERSION_SIGNS)
+system_sign = lambda log: evidence(log, SYSTEM_SIGNS)
+dependency_sign = lambda log: evidence(log, DEPENDENCY_SIGNS)
+
+# %% ../nbs/04c_evidence.ipynb #ec118ea2
+NOT_RUN = (None, "SKIPPED")  # no status in the log, or skipped
+
+
+def left_out_evidence(log: str, statuses: dict, expected: list, left_out) -> str | None:
+    "The log line naming a left-out package, when every expected test that did not pass was not run."
+    unpassed = [t for t in expected if statuses.get(t) not in ("PASSED", "XFAIL")]
+    if not left_out or not unpassed or any(statuses.get(t) not in NOT_RUN for t in unpassed):
+        return None
+    names = "|".join(re.escape(n) for n in sorted(left_out, key=len, reverse=True))
+    return evidence(log, [rf"(?i:requires|could not import|no module named|needs)\W+'?(?i:{names})\b"])

@@ -22,7 +22,7 @@ from swebench.harness.test_spec.python import get_test_directives
 
 from .core import SandboxError, component_problem, diff_paths
 from .envs import swebench_spec
-from .evidence import DEPENDENCY_SIGNS, NETWORK_SIGNS, PYTHON_VERSION_SIGNS, SYSTEM_SIGNS, evidence
+from .evidence import dependency_sign, last_line, left_out_evidence, network_sign, python_version_sign, system_sign
 from .guard import env_changes, env_state, guard_tree, runner_scripts
 from .isolation import RunResult
 from .mini import MINI_DIR
@@ -35,7 +35,7 @@ __all__ = ['APPLY_METHODS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPENDENCY_MSG', 'Grade
            'test_directives', 'base_test_command', 'test_command', 'tox_direct', 'session_test_command', 'parse_log',
            'with_id_spellings', 'test_report', 'patch_files', 'apply_patch', 'apply_step', 'prepare_tests',
            'reset_test_files', 'apply_test_patch', 'run_tests', 'needs_network', 'adds_dependency', 'mark_infra',
-           'last_line', 'verdict', 'distrust', 'grade_session', 'grade']
+           'verdict', 'distrust', 'grade_session', 'grade']
 
 # %% ../nbs/04_grading.ipynb #d327c451
 @dataclass
@@ -260,7 +260,7 @@ def run_tests(s: Session, task: Task, timeout: float | None = None) -> tuple[str
 # %% ../nbs/04_grading.ipynb #e5f2ed8f
 def needs_network(log: str) -> str | None:
     "The first line of a test log that shows a test trying to reach the network."
-    return evidence(log, NETWORK_SIGNS)
+    return network_sign(log)
 
 # %% ../nbs/04_grading.ipynb #156fae3f
 NEW_DEPENDENCY_FILES = {Path(f) for f in ("setup.py", "setup.cfg", "pyproject.toml", "requirements.txt")}
@@ -271,7 +271,7 @@ NEW_DEPENDENCY_MSG = (
 
 def adds_dependency(patch: str, log: str) -> str | None:
     "The log's import error when the patch changes a dependency file while the tests fail to import a module."
-    return evidence(log, DEPENDENCY_SIGNS) if set(map(Path, patch_files(patch))) & NEW_DEPENDENCY_FILES else None
+    return dependency_sign(log) if set(map(Path, patch_files(patch))) & NEW_DEPENDENCY_FILES else None
 
 # %% ../nbs/04_grading.ipynb #e3ba0bfe
 def mark_infra(g: Grade, reason: str, msg: str, line: str | None = None) -> Grade:
@@ -280,15 +280,10 @@ def mark_infra(g: Grade, reason: str, msg: str, line: str | None = None) -> Grad
     return g
 
 # %% ../nbs/04_grading.ipynb #afc53bc8
-def last_line(log: str) -> str | None:
-    "The log's last non-blank line: what a run without per-test results ended on."
-    return next((s.strip()[:300] for s in reversed((log or "").splitlines()) if s.strip()), None)
-
-
-def verdict(g: Grade, task: Task, r: RunResult, patch: str, missing_system=()) -> Grade:
+def verdict(g: Grade, task: Task, r: RunResult, patch: str, missing_system=(), left_out=()) -> Grade:
     "Fill counts, resolution and infrastructure labels of `g` from its statuses and the test run `r`."
     deps, log = adds_dependency(patch, r.output), r.output
-    py_sign = evidence(log, PYTHON_VERSION_SIGNS) if g.python_mismatch else None
+    py_sign = python_version_sign(log) if g.python_mismatch else None
     if not g.statuses:
         if deps:
             return mark_infra(g, "needs-network", NEW_DEPENDENCY_MSG, deps)
@@ -309,9 +304,13 @@ def verdict(g: Grade, task: Task, r: RunResult, patch: str, missing_system=()) -
         return mark_infra(
             g, "needs-network", "Tests failed reaching the network, which the sandbox does not have.", line
         )
-    if not g.resolved and missing_system and (line := evidence(log, SYSTEM_SIGNS)):
+    if not g.resolved and missing_system and (line := system_sign(log)):
         msg = f"The host lacks system packages the spec installs: {' '.join(missing_system)} (apt-get install them)."
         return mark_infra(g, "system-package", msg, line)
+    expected = task.FAIL_TO_PASS + task.PASS_TO_PASS
+    if not g.resolved and (line := left_out_evidence(log, g.statuses, expected, left_out)):
+        msg = "Tests that did not run need packages the env could not have (conda-only, or not installable here)."
+        return mark_infra(g, "package-left-out", msg, line)
     if py_sign and not g.resolved:
         g.infra_reason, g.evidence = "python-version", py_sign  # the host's Python, shown by the log
     return g
@@ -358,7 +357,7 @@ def grade_session(
     if r.timed_out:
         return mark_infra(g, "timeout", f"The tests did not finish within {timeout or s.limits.timeout:.0f} s.")
     g.statuses = parse_log(task, r.output)
-    return distrust(verdict(g, task, r, patch, s.env.missing_system), changed)
+    return distrust(verdict(g, task, r, patch, s.env.missing_system, s.env.left_out), changed)
 
 # %% ../nbs/04_grading.ipynb #5bb15601
 def grade(

@@ -12,12 +12,13 @@ import subprocess
 from pathlib import Path
 
 from filelock import FileLock
+from packaging.version import InvalidVersion, Version
 
 from .core import SandboxError, cache_dir
 
 # %% auto #0
 __all__ = ['SAFE_GIT', 'GIT_IDENTITY', 'MISSING_BLOB', 'git', 'git_dir', 'git_in', 'git_show', 'extract_tree', 'tree_error',
-           'export_tree', 'mirror_candidates', 'find_repo']
+           'export_tree', 'scm_version', 'mirror_candidates', 'find_repo']
 
 # %% ../nbs/03d_repos.ipynb #a02ad8bf
 SAFE_GIT = "git -c core.fsmonitor=false -c core.hooksPath=/dev/null -c diff.external= -c core.pager=cat"
@@ -88,6 +89,22 @@ def export_tree(gitdir: Path, commit: str, dest: Path):
     git(dest, "init", "-q")
     git(dest, "add", "-A", "-f")
     git(dest, "commit", "-q", "--allow-empty", "-m", f"base {commit}", date="2000-01-01T00:00:00+00:00")
+
+# %% ../nbs/03d_repos.ipynb #a1c90930
+def scm_version(gitdir: Path, commit: str) -> str | None:
+    "setuptools_scm's version of a checkout of `commit` from the mirror's tags; None without a version tag."
+    r = git_in(gitdir, "describe", "--tags", "--long", "--match", "v[0-9]*", "--match", "[0-9]*", commit)
+    tag, _, n = r.stdout.strip().rpartition("-g")[0].rpartition("-")  # v0.16.0-53-gabc123: tag, commits since
+    if r.returncode or not tag:
+        return None
+    try:
+        v = Version(tag)
+    except InvalidVersion:
+        return None
+    if int(n) == 0:
+        return str(v)
+    release = (*v.release[:-1], v.release[-1] + 1) if not v.pre and not v.dev else v.release
+    return ".".join(map(str, release)) + f".dev{n}"
 
 # %% ../nbs/03d_repos.ipynb #b40024d8
 def mirror_candidates(repo: str, folder: Path) -> list[Path]:
