@@ -10,7 +10,8 @@ import shlex
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['COMPILED_REPOS', 'CCACHE', 'CCACHE_LINKS', 'MPLSETUP', 'MPLSETUP_TEXT', 'compiled_install', 'host_build_env']
+__all__ = ['COMPILED_REPOS', 'CCACHE', 'CCACHE_LINKS', 'MPLSETUP', 'MPLSETUP_TEXT', 'SYSTEM_LIB_STEPS', 'compiled_install',
+           'host_build_env', 'pre_install_steps']
 
 # %% ../nbs/03k_builds.ipynb #84a4c0d6
 COMPILED_REPOS = ("astropy/astropy", "scikit-learn/scikit-learn", "matplotlib/matplotlib")
@@ -55,3 +56,14 @@ def host_build_env(repo: str, env_path: Path, links: str | None = None) -> dict:
         (Path(env_path) / MPLSETUP).write_text(MPLSETUP_TEXT)
         out["MPLSETUPCFG"] = str(Path(env_path) / MPLSETUP)
     return out
+
+# %% ../nbs/03k_builds.ipynb #69a3762a
+SYSTEM_LIB_STEPS = {"matplotlib/matplotlib": "QHULL"}  # pre_install steps the system library replaces
+
+
+def pre_install_steps(repo: str, commands: list) -> tuple[list, list]:
+    "(the spec's pre_install commands to run, notes on the ones a system library replaces)."
+    marker = SYSTEM_LIB_STEPS.get(repo)
+    dropped = [c for c in commands if marker and marker in c]
+    notes = [f"pre_install not run (the system's qhull is used): {c}" for c in dropped]
+    return [c for c in commands if c not in dropped], notes

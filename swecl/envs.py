@@ -231,7 +231,7 @@ def plan_env(task: Task, gitdir: Path, fetch_python: bool = True, cutoff: bool =
     setup_commit = task.environment_setup_commit or task.base_commit
     commit_date = git_in(gitdir, "show", "-s", "--format=%cI", setup_commit).stdout.strip()
     date = (commit_date or task.created_at) if cutoff else None
-    pre = [c for c in spec.get("pre_install", []) if "apt-get" not in c]
+    pre, _ = builds.pre_install_steps(task.repo, [c for c in spec.get("pre_install", []) if "apt-get" not in c])
     lifts = host_compat.merge_lifts(
         host_compat.metadata_lifts(date),
         host_compat.harness_lifts(date, spec),
@@ -312,6 +312,7 @@ def _env_notes(plan: EnvPlan, man: dict, missing: list) -> list:
     notes = [f"python {man['python']} (spec {man['spec_python']})"]
     notes += [f"unpinned requirements resolved as of {man['cutoff']}"] if man["cutoff"] else []
     notes += [f"pre_install not run: {c}" for c in plan.spec.get("pre_install", []) if "apt-get" in c]
+    notes += builds.pre_install_steps(plan.task.repo, plan.spec.get("pre_install", []))[1]
     if missing:
         notes.append(f"system packages missing on this host (install them: apt-get install {' '.join(missing)})")
     notes += [COMPAT_NOTE] if plan.compat else []
