@@ -13,16 +13,17 @@ import pandas as pd
 
 from . import datasets, metrics, poisoning
 from .attempts import infra_label, left_out, read_attempts
+from .core import package_file
 from .report_parts import Section, ci_text, heatmap_figure, learning_curves_figure, md_table, retrieval_figure
 from .schema import DatasetError
 from .validation import expected
 
 # %% auto #0
-__all__ = ['RETRIEVAL_COLUMNS', 'RETRIEVAL_KEYS', 'CELL_KEYS', 'MAX_HEATMAPS', 'TABLE3_COLUMNS', 'validation_gradings',
-           'validation_counts', 'validation_section', 'retrieval_table', 'retrieval_section', 'cell_config',
-           'load_results', 'infra_section', 'no_model_notes', 'describe_runs', 'cl_section', 'curves_section',
-           'paired_table', 'paired_section', 'table3_section', 'agent_sections', 'authors_drift', 'run_drift',
-           'drift_section', 'regrade_section', 'results_sections']
+__all__ = ['RETRIEVAL_COLUMNS', 'RETRIEVAL_KEYS', 'CELL_KEYS', 'MAX_HEATMAPS', 'TABLE3_COLUMNS', 'RECORDED_REGRADES',
+           'validation_gradings', 'validation_counts', 'validation_section', 'retrieval_table', 'retrieval_section',
+           'cell_config', 'load_results', 'infra_section', 'no_model_notes', 'describe_runs', 'cl_section',
+           'curves_section', 'paired_table', 'paired_section', 'table3_section', 'agent_sections', 'authors_drift',
+           'run_drift', 'drift_section', 'regrade_section', 'results_sections']
 
 # %% ../nbs/12a_report_results.ipynb #d656fb84
 def validation_gradings(results: Path) -> pd.DataFrame:
@@ -335,10 +336,13 @@ def drift_section(out: Path, results: Path) -> Section | None:
     )
 
 # %% ../nbs/12a_report_results.ipynb #85c76110
-def regrade_section(results: Path) -> Section | None:
-    "A subsection per `regrade-*.json` in `results` (written by `swecl regrade --json`)."
+RECORDED_REGRADES = package_file("regrade")  # re-gradings measured by swecl and kept with it
+
+
+def regrade_section(results: Path, recorded: Path = RECORDED_REGRADES) -> Section | None:
+    "A subsection per `regrade-*.json` in `results` (written by `swecl regrade --json`), and per one kept with swecl."
     parts = []
-    for f in sorted(Path(results).glob("regrade-*.json")):
+    for f in sorted(Path(results).glob("regrade-*.json")) + sorted(Path(recorded).glob("*.json")):
         d = json.loads(f.read_text())
         part = [f"### {d['title']}", d["note"], md_table(pd.DataFrame(d["rates"]))]
         if d.get("agreement"):
