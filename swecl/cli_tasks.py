@@ -177,7 +177,7 @@ def cmd_validate(a):
         print(line)
     if a.gradable:
         note = f"swecl validate on {a.sandbox if not a.merge else 'merged runs'}{' --compat' if a.compat else ''}"
-        write_json(a.gradable, validation.gradable_record(records, a.dataset, note))
+        write_json(a.gradable, validation.gradable_record(records, a.dataset, note, datasets.load(a.dataset).tasks))
     if a.out:
         what = f"runs {', '.join(a.merge)}" if a.merge else f"{a.sandbox} sandbox"
         head = (

@@ -118,10 +118,14 @@ def harness_table(records: list) -> list:
     return res + [total]
 
 # %% ../nbs/04a_validation.ipynb #f8ab9d6e
-def gradable_record(records: list, dataset: str, note: str = "") -> dict:
-    "The gradable ids of validation `records` (both policies behaved) and, for each other task, why not."
+def gradable_record(records: list, dataset: str, note: str = "", tasks: list = ()) -> dict:
+    "The gradable ids of validation `records` (both policies behaved) and, for each other task (of `tasks` too), why not."
     latest = {(r["instance_id"], r["policy"]): r for r in records}
     out = {"dataset": dataset, "note": note, "gradable": [], "other": {}}
+    graded = {i for i, _ in latest}
+    out["other"] |= {
+        t.instance_id: {"repo": t.repo, "label": "not validated"} for t in tasks if t.instance_id not in graded
+    }
     for iid in sorted({i for i, _ in latest}):
         g, e = latest.get((iid, "gold")), latest.get((iid, "empty"))
         if g is None or e is None:
