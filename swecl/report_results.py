@@ -16,12 +16,12 @@ from .attempts import infra_label, left_out, read_attempts
 from .core import package_file
 from .report_parts import Section, ci_text, heatmap_figure, learning_curves_figure, md_table, retrieval_figure
 from .schema import DatasetError
-from .validation import expected
+from .validation import expected, load_gradable
 
 # %% auto #0
 __all__ = ['RETRIEVAL_COLUMNS', 'RETRIEVAL_KEYS', 'CELL_KEYS', 'MAX_HEATMAPS', 'TABLE3_COLUMNS', 'RECORDED_REGRADES',
            'validation_gradings', 'validation_counts', 'validation_section', 'retrieval_table', 'retrieval_section',
-           'cell_config', 'load_results', 'infra_section', 'no_model_notes', 'describe_runs', 'cl_section',
+           'cell_config', 'load_results', 'infra_section', 'no_model_notes', 'coverage', 'describe_runs', 'cl_section',
            'curves_section', 'paired_table', 'paired_section', 'table3_section', 'agent_sections', 'authors_drift',
            'run_drift', 'drift_section', 'regrade_section', 'results_sections']
 
@@ -162,10 +162,23 @@ def no_model_notes(results: Path) -> list:
     return sorted({f.read_text().strip() for f in Path(results).glob("*/no_model.txt")})
 
 # %% ../nbs/12a_report_results.ipynb #81f462da
+def coverage(df: pd.DataFrame) -> str:
+    "How many of the tasks the attempts cover grade here, per dataset with a recorded gradable set."
+    parts = []
+    for ds, sub in df.groupby("dataset"):
+        if rec := load_gradable(str(ds)):
+            ids, ok = set(sub.instance_id), set(rec["gradable"])
+            parts.append(f"{len(ids & ok)} of the {len(ids)} {ds} tasks attempted grade here (swecl validate)")
+    return "; ".join(parts)
+
+
 def describe_runs(df: pd.DataFrame) -> str:
-    "models …; conditions …; seeds […] of a frame of attempts."
+    "models …; conditions …; seeds […] of a frame of attempts, and how many of its tasks grade here."
     models, conds = ", ".join(sorted(df.model.unique())), ", ".join(sorted(df.condition.unique()))
-    return f"models {models}; conditions {conds}; seeds {sorted(df.seed.unique().tolist())}"
+    cover = coverage(df) if {"dataset", "instance_id"} <= set(df.columns) else ""
+    return f"models {models}; conditions {conds}; seeds {sorted(df.seed.unique().tolist())}" + (
+        f"; {cover}" if cover else ""
+    )
 
 # %% ../nbs/12a_report_results.ipynb #86288fa8
 def cl_section(out: Path, df: pd.DataFrame, what: str, n_resamples: int = 1000) -> Section:
