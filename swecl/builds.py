@@ -10,8 +10,8 @@ import shlex
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['COMPILED_REPOS', 'CCACHE', 'CCACHE_LINKS', 'MPLSETUP', 'MPLSETUP_TEXT', 'SYSTEM_LIB_STEPS', 'compiled_install',
-           'host_build_env', 'pre_install_steps']
+__all__ = ['COMPILED_REPOS', 'CCACHE', 'CCACHE_LINKS', 'MPLSETUP', 'MPLSETUP_TEXT', 'SYSTEM_LIBS', 'SYSTEM_LIB_STEPS',
+           'compiled_install', 'host_build_env', 'pre_install_steps']
 
 # %% ../nbs/03k_builds.ipynb #84a4c0d6
 COMPILED_REPOS = ("astropy/astropy", "scikit-learn/scikit-learn", "matplotlib/matplotlib")
@@ -19,6 +19,7 @@ CCACHE = ".ccache"  # in the env folder, at /testenv/.ccache in a session
 CCACHE_LINKS = "/usr/lib/ccache"  # Debian's ccache: gcc, g++, cc … that call ccache (builds override CC in odd ways)
 MPLSETUP = "mplsetup.cfg"  # matplotlib >= 3.3 reads it from MPLSETUPCFG
 MPLSETUP_TEXT = "[libs]\nsystem_freetype = true\nsystem_qhull = true\n"
+SYSTEM_LIBS = {"matplotlib/matplotlib": ["freetype", "qhull"]}  # what an env of the repository takes from the system
 
 
 def compiled_install(install: str | None, repo: str, env_path: Path, links: str | None = None) -> tuple:

@@ -46,6 +46,7 @@ class Env:
     eval_commands: list = field(default_factory=list)  # spec commands run before the tests
     missing_system: list = field(default_factory=list)  # system packages the spec apt-installs that the host lacks
     left_out: list = field(default_factory=list)  # packages of a translated environment.yml the env could not have
+    system_libs: list = field(default_factory=list)  # libraries taken from the host instead of built (freetype)
     test_setup: str | None = None  # shell run before the tests in the same command (local services such as httpbin)
     notes: list = field(default_factory=list)
 
@@ -364,6 +365,7 @@ def _swebench_env(task: Task, gitdir: Path, fetch_python: bool, cutoff: bool, co
         pre_install=plan.pre,
         missing_system=missing,
         left_out=condaenv.left_out_names(man.get("conda_substitutions", [])),
+        system_libs=builds.SYSTEM_LIBS.get(task.repo, []),
         eval_commands=list(plan.spec.get("eval_commands", [])),
         notes=_env_notes(plan, man, missing) + service_notes + topped + build_notes,
     )

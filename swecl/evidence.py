@@ -9,8 +9,8 @@ import re
 
 # %% auto #0
 __all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_SIGNS', 'MAX_EVIDENCE', 'network_sign',
-           'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'evidence', 'last_line',
-           'left_out_evidence']
+           'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'IMAGE_TEST', 'IMAGE_SIGNS', 'evidence',
+           'last_line', 'left_out_evidence', 'image_evidence']
 
 # %% ../nbs/04c_evidence.ipynb #ecc2b3bb
 NETWORK_SIGNS = (
@@ -38,6 +38,7 @@ SYSTEM_SIGNS = (
     r": command not found",
     r"cannot find -l\w+",
     r"No such file or directory: '/(usr|bin|opt)/",
+    r"because (Ghostscript|Inkscape) is not installed",  # matplotlib's pdf/eps/svg comparisons
 )
 DEPENDENCY_SIGNS = (r"ModuleNotFoundError: ", r"No module named ")
 
@@ -75,3 +76,15 @@ def left_out_evidence(log: str, statuses: dict, expected: list, left_out) -> str
         return None
     names = "|".join(re.escape(n) for n in sorted(left_out, key=len, reverse=True))
     return evidence(log, [rf"(?i:requires|could not import|no module named|needs)\W+'?(?i:{names})\b"])
+
+# %% ../nbs/04c_evidence.ipynb #099e4190
+IMAGE_TEST = re.compile(r"\[(png|pdf|svg|eps)\]$")
+IMAGE_SIGNS = (r"ImageComparisonFailure: images not close", r"Cannot compare (pdf|svg|eps) files")
+
+
+def image_evidence(log: str, statuses: dict, expected: list) -> str | None:
+    "The image-comparison failure line, when every expected test that did not pass is an image comparison."
+    unpassed = [t for t in expected if statuses.get(t) not in ("PASSED", "XFAIL")]
+    if not unpassed or not all(IMAGE_TEST.search(t) for t in unpassed):
+        return None
+    return evidence(log, IMAGE_SIGNS)

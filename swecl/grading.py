@@ -20,9 +20,9 @@ from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
 from swebench.harness.log_parsers.python import parse_log_pytest
 from swebench.harness.test_spec.python import get_test_directives
 
+from . import evidence
 from .core import SandboxError, component_problem, diff_paths
 from .envs import swebench_spec
-from .evidence import dependency_sign, last_line, left_out_evidence, network_sign, python_version_sign, system_sign
 from .guard import env_changes, env_state, guard_tree, runner_scripts
 from .isolation import RunResult
 from .mini import MINI_DIR
@@ -260,7 +260,7 @@ def run_tests(s: Session, task: Task, timeout: float | None = None) -> tuple[str
 # %% ../nbs/04_grading.ipynb #e5f2ed8f
 def needs_network(log: str) -> str | None:
     "The first line of a test log that shows a test trying to reach the network."
-    return network_sign(log)
+    return evidence.network_sign(log)
 
 # %% ../nbs/04_grading.ipynb #156fae3f
 NEW_DEPENDENCY_FILES = {Path(f) for f in ("setup.py", "setup.cfg", "pyproject.toml", "requirements.txt")}
@@ -271,7 +271,7 @@ NEW_DEPENDENCY_MSG = (
 
 def adds_dependency(patch: str, log: str) -> str | None:
     "The log's import error when the patch changes a dependency file while the tests fail to import a module."
-    return dependency_sign(log) if set(map(Path, patch_files(patch))) & NEW_DEPENDENCY_FILES else None
+    return evidence.dependency_sign(log) if set(map(Path, patch_files(patch))) & NEW_DEPENDENCY_FILES else None
 
 # %% ../nbs/04_grading.ipynb #e3ba0bfe
 def mark_infra(g: Grade, reason: str, msg: str, line: str | None = None) -> Grade:
@@ -280,10 +280,10 @@ def mark_infra(g: Grade, reason: str, msg: str, line: str | None = None) -> Grad
     return g
 
 # %% ../nbs/04_grading.ipynb #afc53bc8
-def verdict(g: Grade, task: Task, r: RunResult, patch: str, missing_system=(), left_out=()) -> Grade:
+def verdict(g: Grade, task: Task, r: RunResult, patch: str, missing_system=(), left_out=(), system_libs=()) -> Grade:
     "Fill counts, resolution and infrastructure labels of `g` from its statuses and the test run `r`."
     deps, log = adds_dependency(patch, r.output), r.output
-    py_sign = python_version_sign(log) if g.python_mismatch else None
+    py_sign = evidence.python_version_sign(log) if g.python_mismatch else None
     if not g.statuses:
         if deps:
             return mark_infra(g, "needs-network", NEW_DEPENDENCY_MSG, deps)
@@ -291,7 +291,10 @@ def verdict(g: Grade, task: Task, r: RunResult, patch: str, missing_system=(), l
             msg = f"The test log has no per-test results (exit code {r.exit_code}), on a Python other than the spec asks for."
             return mark_infra(g, "python-version", msg, py_sign)
         return mark_infra(
-            g, "no-test-output", f"The test log has no per-test results (exit code {r.exit_code}).", last_line(log)
+            g,
+            "no-test-output",
+            f"The test log has no per-test results (exit code {r.exit_code}).",
+            evidence.last_line(log),
         )
     rep = test_report(task, g.statuses)
     g.f2p_passed, g.p2p_passed = len(rep["FAIL_TO_PASS"]["success"]), len(rep["PASS_TO_PASS"]["success"])
@@ -304,13 +307,16 @@ def verdict(g: Grade, task: Task, r: RunResult, patch: str, missing_system=(), l
         return mark_infra(
             g, "needs-network", "Tests failed reaching the network, which the sandbox does not have.", line
         )
-    if not g.resolved and missing_system and (line := system_sign(log)):
+    if not g.resolved and missing_system and (line := evidence.system_sign(log)):
         msg = f"The host lacks system packages the spec installs: {' '.join(missing_system)} (apt-get install them)."
         return mark_infra(g, "system-package", msg, line)
     expected = task.FAIL_TO_PASS + task.PASS_TO_PASS
-    if not g.resolved and (line := left_out_evidence(log, g.statuses, expected, left_out)):
+    if not g.resolved and (line := evidence.left_out_evidence(log, g.statuses, expected, left_out)):
         msg = "Tests that did not run need packages the env could not have (conda-only, or not installable here)."
         return mark_infra(g, "package-left-out", msg, line)
+    if not g.resolved and "freetype" in system_libs and (line := evidence.image_evidence(log, g.statuses, expected)):
+        msg = "Only image comparisons failed, drawn with the system's FreeType instead of the 2.6.1 the baselines use."
+        return mark_infra(g, "system-freetype", msg, line)
     if py_sign and not g.resolved:
         g.infra_reason, g.evidence = "python-version", py_sign  # the host's Python, shown by the log
     return g
@@ -357,7 +363,7 @@ def grade_session(
     if r.timed_out:
         return mark_infra(g, "timeout", f"The tests did not finish within {timeout or s.limits.timeout:.0f} s.")
     g.statuses = parse_log(task, r.output)
-    return distrust(verdict(g, task, r, patch, s.env.missing_system, s.env.left_out), changed)
+    return distrust(verdict(g, task, r, patch, s.env.missing_system, s.env.left_out, s.env.system_libs), changed)
 
 # %% ../nbs/04_grading.ipynb #5bb15601
 def grade(
