@@ -14,6 +14,7 @@ command -v ccache >/dev/null 2>&1 || missing+=(ccache)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 [ -e /usr/include/freetype2/ft2build.h ] || missing+=(libfreetype6-dev)
 [ -e /usr/include/libqhull_r/libqhull_r.h ] || missing+=(libqhull-dev)
+command -v gs >/dev/null 2>&1 || missing+=(ghostscript)  # matplotlib's pdf and eps image comparisons
 # django's test requirements build pylibmc (libmemcached) and read GeoIP databases (libmaxminddb)
 [ -e /usr/include/libmemcached/memcached.h ] || missing+=(libmemcached-dev)
 [ -e /usr/include/maxminddb.h ] || missing+=(libmaxminddb-dev)
