@@ -17,7 +17,7 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v gs >/dev/null 2>&1 || missing+=(ghostscript)  # matplotlib's pdf and eps image comparisons
 # django's test requirements build pylibmc (libmemcached) and read GeoIP databases (libmaxminddb)
 [ -e /usr/include/libmemcached/memcached.h ] || missing+=(libmemcached-dev)
-ls /usr/include/maxminddb.h /usr/include/*/maxminddb.h >/dev/null 2>&1 || missing+=(libmaxminddb-dev)
+[ -n "$(ls /usr/include/maxminddb.h /usr/include/*/maxminddb.h 2>/dev/null)" ] || missing+=(libmaxminddb-dev)
 # xarray's cfgrib needs the ecCodes C library, which conda's environment.yml brings and PyPI does not
 ls /usr/lib/*/libeccodes.so.0 >/dev/null 2>&1 || missing+=(libeccodes0)
 # Python 3.9 (sympy, sphinx, pytest, astropy specs) when neither pyenv nor the system has one: Debian bullseye's
