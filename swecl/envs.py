@@ -159,7 +159,12 @@ def _install_project(
     with tempfile.TemporaryDirectory() as d:
         _project_copy(gitdir, commit, d, pre_install)
         pretend = {"SETUPTOOLS_SCM_PRETEND_VERSION": f"{version}.0"} | (build_env or {})
-        venvs.pip_install(uv, vpy, ["--no-deps", d], None, log, env=pretend, no_build_isolation=True)
+        if venvs.has_pep517_backend(vpy):
+            venvs.pip_install(uv, vpy, ["--no-deps", d], None, log, env=pretend, no_build_isolation=True)
+        else:  # a spec's setuptools before 40.8 (astropy 1.3 pins 38.2) has no PEP 517 backend: pip's setup.py route
+            venvs.pip_install(
+                None, vpy, ["--no-deps", "--no-use-pep517", "--no-build-isolation", d], None, log, env=pretend
+            )
         venvs.pip_install(uv, vpy, requirements.project_requirements(vpy, d, m.group(1)), date, log, lifts=lifts)
 
 # %% ../nbs/03b_envs.ipynb #3cb51c0a

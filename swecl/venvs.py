@@ -22,7 +22,7 @@ from .core import EnvError
 __all__ = ['PYTHON_DIRS', 'SETUPTOOLS', 'FAR_FUTURE', 'NETWORK_ERRORS', 'OLD_SETUPTOOLS', 'OLD_BUILD_SIGN', 'host_python',
            'home_of', 'atomic_dir', 'uv_bin', 'python_version', 'pyenv_root', 'python_candidates', 'installed_pythons',
            'closest_version', 'find_python', 'dated_args', 'install_failure', 'pip_install', 'own_interpreter',
-           'relocate_scripts', 'link_shared', 'create_venv']
+           'relocate_scripts', 'link_shared', 'create_venv', 'has_pep517_backend']
 
 # %% ../nbs/03i_venvs.ipynb #9290b92b
 def host_python() -> str:
@@ -244,3 +244,9 @@ def create_venv(uv, py: str, dest: Path):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise EnvError(f"Creating a virtualenv with {py} failed: {r.stderr.strip()[:200]}", "env-build")
+
+# %% ../nbs/03i_venvs.ipynb #21546da9
+def has_pep517_backend(py: Path) -> bool:
+    "Does the env of `py` have setuptools' PEP 517 backend for projects without pyproject.toml?"
+    probe = "from setuptools.build_meta import __legacy__"
+    return subprocess.run([str(py), "-c", probe], capture_output=True).returncode == 0
