@@ -10,7 +10,7 @@ import re
 # %% auto #0
 __all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_SIGNS', 'MAX_EVIDENCE', 'network_sign',
            'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'IMAGE_TEST', 'IMAGE_SIGNS', 'evidence',
-           'last_line', 'left_out_evidence', 'image_evidence']
+           'last_line', 'left_out_evidence', 'image_evidence', 'patched_file_line']
 
 # %% ../nbs/04c_evidence.ipynb #ecc2b3bb
 NETWORK_SIGNS = (
@@ -88,3 +88,10 @@ def image_evidence(log: str, statuses: dict, expected: list) -> str | None:
     if not unpassed or not all(IMAGE_TEST.search(t) for t in unpassed):
         return None
     return evidence(log, IMAGE_SIGNS)
+
+# %% ../nbs/04c_evidence.ipynb #67f59915
+def patched_file_line(log: str, files: list) -> str | None:
+    "The first line of a test run's output that names one of the patch's `files` (a traceback through them)."
+    if not files:
+        return None
+    return evidence(log, [rf"(^|[\s/\"'(]){re.escape(f)}\b" for f in files])

@@ -89,6 +89,8 @@ def explain(r: dict) -> str:
         return "the prediction is an empty patch"
     if not r["patch_applied"]:
         return "the patch does not apply at the base commit (git apply and patch both refused it)"
+    if r.get("evidence"):
+        return f"applied; the test run failed in the patched code: {r['evidence'][:120]}"
     return f"applied; FAIL_TO_PASS {r['f2p_passed']}/{r['f2p_total']}, PASS_TO_PASS {r['p2p_passed']}/{r['p2p_total']} passed"
 
 
