@@ -9,8 +9,8 @@ import re
 
 # %% auto #0
 __all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_SIGNS', 'MAX_EVIDENCE', 'network_sign',
-           'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'IMAGE_TEST', 'IMAGE_SIGNS', 'evidence',
-           'last_line', 'left_out_evidence', 'image_evidence', 'patched_file_line']
+           'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'IMAGE_TEST', 'IMAGE_SIGNS',
+           'PATCHED_PATH', 'evidence', 'last_line', 'left_out_evidence', 'image_evidence', 'patched_file_line']
 
 # %% ../nbs/04c_evidence.ipynb #ecc2b3bb
 NETWORK_SIGNS = (
@@ -90,8 +90,12 @@ def image_evidence(log: str, statuses: dict, expected: list) -> str | None:
     return evidence(log, IMAGE_SIGNS)
 
 # %% ../nbs/04c_evidence.ipynb #67f59915
-def patched_file_line(log: str, files: list) -> str | None:
-    "The first line of a test run's output that names one of the patch's `files` (a traceback through them)."
+PATCHED_PATH = re.compile(r"^(?:\+\+\+ b/|diff --git a/\S+ b/)(\S+)", re.M)  # with or without git's headers
+
+
+def patched_file_line(log: str, patch: str) -> str | None:
+    "The first line of a test run's output that names a file `patch` changed (a traceback through it)."
+    files = sorted(set(PATCHED_PATH.findall(patch or "")))
     if not files:
         return None
     return evidence(log, [rf"(^|[\s/\"'(]){re.escape(f)}\b" for f in files])

@@ -287,7 +287,7 @@ def verdict(g: Grade, task: Task, r: RunResult, patch: str, missing_system=(), l
     if not g.statuses:
         if deps:
             return mark_infra(g, "needs-network", NEW_DEPENDENCY_MSG, deps)
-        if patch.strip() and (line := evidence.patched_file_line(log, patch_files(patch))):
+        if patch.strip() and (line := evidence.patched_file_line(log, patch)):
             g.evidence = line  # the patch broke the test run: the model's failure, graded unresolved
             return g
         if py_sign:
