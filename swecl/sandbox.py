@@ -109,7 +109,11 @@ MAX_READ_BYTES = 16 << 20  # the largest file the harness reads whole (for `edit
 @patch
 def read_file(self: LocalSession, path: str) -> str:
     with open_regular(self.host_path(path), path, MAX_READ_BYTES) as f:
-        return io.TextIOWrapper(f).read()
+        text = io.TextIOWrapper(f)
+        try:
+            return text.read()
+        finally:
+            text.detach()  # the file is closed by `with`; a wrapper left attached warns when collected
 
 # %% ../nbs/03_sandbox.ipynb #32fc0343
 @patch
