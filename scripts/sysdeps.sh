@@ -15,6 +15,7 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 [ -e /usr/include/freetype2/ft2build.h ] || missing+=(libfreetype6-dev)
 [ -e /usr/include/libqhull_r/libqhull_r.h ] || missing+=(libqhull-dev)
 command -v gs >/dev/null 2>&1 || missing+=(ghostscript)  # matplotlib's pdf and eps image comparisons
+command -v dot >/dev/null 2>&1 || missing+=(graphviz)  # sphinx 7's spec apt-installs it (inheritance diagrams)
 # django's test requirements build pylibmc (libmemcached) and read GeoIP databases (libmaxminddb)
 [ -e /usr/include/libmemcached/memcached.h ] || missing+=(libmemcached-dev)
 [ -n "$(ls /usr/include/maxminddb.h /usr/include/*/maxminddb.h 2>/dev/null)" ] || missing+=(libmaxminddb-dev)

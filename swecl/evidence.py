@@ -39,6 +39,7 @@ SYSTEM_SIGNS = (
     r"cannot find -l\w+",
     r"No such file or directory: '/(usr|bin|opt)/",
     r"because (Ghostscript|Inkscape) is not installed",  # matplotlib's pdf/eps/svg comparisons
+    r'graphviz "dot" is not available',  # sphinx's inheritance diagrams
 )
 DEPENDENCY_SIGNS = (r"ModuleNotFoundError: ", r"No module named ")
 
