@@ -11,7 +11,7 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['COMPILED_REPOS', 'CCACHE', 'CCACHE_LINKS', 'MPLSETUP', 'MPLSETUP_TEXT', 'SYSTEM_LIBS', 'SYSTEM_LIB_STEPS',
-           'compiled_install', 'host_build_env', 'pre_install_steps']
+           'ccache_links', 'write_mplsetup', 'compiled_install', 'host_build_env', 'pre_install_steps']
 
 # %% ../nbs/03k_builds.ipynb #84a4c0d6
 COMPILED_REPOS = ("astropy/astropy", "scikit-learn/scikit-learn", "matplotlib/matplotlib")
@@ -22,11 +22,22 @@ MPLSETUP_TEXT = "[libs]\nsystem_freetype = true\nsystem_qhull = true\n"
 SYSTEM_LIBS = {"matplotlib/matplotlib": ["freetype", "qhull"]}  # what an env of the repository takes from the system
 
 
+def ccache_links() -> str:
+    "Debian's ccache compiler links, or '' when ccache is not installed."
+    return CCACHE_LINKS if Path(CCACHE_LINKS, "gcc").exists() else ""
+
+
+def write_mplsetup(env_path: Path) -> Path:
+    "matplotlib's build configuration (system freetype and qhull) in the env folder."
+    (Path(env_path) / MPLSETUP).write_text(MPLSETUP_TEXT)
+    return Path(env_path) / MPLSETUP
+
+
 def compiled_install(install: str | None, repo: str, env_path: Path, links: str | None = None) -> tuple:
     "(install command, notes) for `repo`: compilers behind ccache when it is installed, system libraries for matplotlib."
     if not install or repo not in COMPILED_REPOS:
         return install, []
-    links = links if links is not None else (CCACHE_LINKS if Path(CCACHE_LINKS, "gcc").exists() else "")
+    links = ccache_links() if links is None else links
     env, notes, path = {}, [], ""
     if links:
         path = f"PATH={links}:$PATH "  # first on the PATH: every compiler call goes through ccache, links included
@@ -40,8 +51,7 @@ def compiled_install(install: str | None, repo: str, env_path: Path, links: str 
     else:
         notes.append("ccache is not installed: every task compiles its extensions from scratch (make sysdeps)")
     if repo == "matplotlib/matplotlib":
-        (Path(env_path) / MPLSETUP).write_text(MPLSETUP_TEXT)
-        env["MPLSETUPCFG"] = f"/testenv/{MPLSETUP}"
+        env["MPLSETUPCFG"] = f"/testenv/{write_mplsetup(env_path).name}"
         notes.append("matplotlib built against the system's freetype and qhull (its setup would download them)")
     prefix = path + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     return f"{prefix} {install}", notes
@@ -51,11 +61,10 @@ def host_build_env(repo: str, env_path: Path, links: str | None = None) -> dict:
     "Variables for building `repo` on the host into the env at `env_path`: matplotlib's system libraries, ccache."
     if repo not in COMPILED_REPOS:
         return {}
-    links = links if links is not None else (CCACHE_LINKS if Path(CCACHE_LINKS, "gcc").exists() else "")
+    links = ccache_links() if links is None else links
     out = {"PATH": f"{links}:{os.environ.get('PATH', '')}", "CCACHE_DIR": str(Path(env_path) / CCACHE)} if links else {}
     if repo == "matplotlib/matplotlib":
-        (Path(env_path) / MPLSETUP).write_text(MPLSETUP_TEXT)
-        out["MPLSETUPCFG"] = str(Path(env_path) / MPLSETUP)
+        out["MPLSETUPCFG"] = str(write_mplsetup(env_path))
     return out
 
 # %% ../nbs/03k_builds.ipynb #69a3762a

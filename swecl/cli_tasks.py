@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shlex
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from tabulate import tabulate
 from . import agent, bench, datasets, validation
 from .cli_base import UsageError, arg, command, write_json, write_text
 from .core import component_problem
-from .envcache import env_inventory, prune_envs
+from .envcache import MINI_ENV, SWEBENCH_ENV, env_inventory, prune_envs
 from .isolation import Limits
 from .models import ModelSpec, make_model
 from .sandbox import sandbox_for
@@ -27,10 +26,10 @@ from .schema import DatasetError
 from .single_shot import single_shot
 
 # %% auto #0
-__all__ = ['COMPAT_HELP', 'ENV_NAME', 'sequence_tasks', 'load_tasks', 'make_sandbox', 'read_records', 'timing_line',
-           'env_cache_line', 'validation_summary', 'validation_records', 'validation_tables', 'cmd_validate',
-           'cmd_sandbox', 'solve_summary', 'infra_line', 'solve_one', 'cmd_solve', 'gigabytes', 'status_table',
-           'cache_totals', 'env_list', 'prune_line', 'cmd_envs', 'memory_bench', 'cmd_bench']
+__all__ = ['COMPAT_HELP', 'sequence_tasks', 'load_tasks', 'make_sandbox', 'read_records', 'timing_line', 'env_cache_line',
+           'validation_summary', 'validation_records', 'validation_tables', 'cmd_validate', 'cmd_sandbox',
+           'solve_summary', 'infra_line', 'solve_one', 'cmd_solve', 'gigabytes', 'status_table', 'cache_totals',
+           'env_list', 'prune_line', 'cmd_envs', 'memory_bench', 'cmd_bench']
 
 # %% ../nbs/13c_cli_tasks.ipynb #66423b14
 def sequence_tasks(b, names: list) -> list:
@@ -102,15 +101,14 @@ def timing_line(records: list) -> str | None:
     return line + tests_part + f"; {total:.1f} min in all"
 
 
-ENV_NAME = re.compile(r"(.+?)-\d[^-]*-py")  # <owner+name>-<version>-py<X.Y>...: see envs.swebench_env_name
-
-
 def env_cache_line(inv: list) -> str | None:
     "The env cache's size per repository (copies included), from `env_inventory`."
     by_repo = {}
     for e in inv:
-        if m := ENV_NAME.match(e.name):
-            by_repo[m.group(1).replace("+", "/")] = by_repo.get(m.group(1).replace("+", "/"), 0) + e.bytes
+        m = SWEBENCH_ENV.match(e.name)  # envs and their copies, by the names envs gives them
+        repo = m["repo"].replace("+", "/") if m else "mini" if MINI_ENV.match(e.name) else None
+        if repo:
+            by_repo[repo] = by_repo.get(repo, 0) + e.bytes
     return "env cache: " + ", ".join(f"{k} {v / 1e9:.2f} GB" for k, v in sorted(by_repo.items())) if by_repo else None
 
 

@@ -11,11 +11,10 @@ import re
 import shutil
 import subprocess
 import sys
-from datetime import datetime
 from pathlib import Path
 
 from . import compat_shim
-from .core import EnvError, cache_dir
+from .core import EnvError, cache_dir, iso_time
 from .venvs import atomic_dir, host_python, pip_install, uv_bin
 
 # %% auto #0
@@ -44,11 +43,10 @@ COMPAT_RELEASES = {
 def compat_lifts(cutoff: str | None, python: str) -> dict:
     "package -> later cut-off, for the packages of `COMPAT_RELEASES` that `python` needs newer than `cutoff`."
     ver = lambda v: tuple(int(x) for x in v.split("."))
-    when = lambda d: datetime.fromisoformat(d.replace("Z", "+00:00"))
     return {
         pkg: date
         for pkg, (since, date) in COMPAT_RELEASES.items()
-        if cutoff and ver(python) >= ver(since) and when(cutoff) < when(date)
+        if cutoff and ver(python) >= ver(since) and iso_time(cutoff) < iso_time(date)
     }
 
 # %% ../nbs/03e_compat.ipynb #519f4d4e
@@ -57,8 +55,7 @@ READABLE_RELEASES = {"pandas": "2019-08-01T00:00:00Z"}  # 0.25.0 (July 2019): th
 
 def metadata_lifts(cutoff: str | None) -> dict:
     "package -> later cut-off, for the packages of `READABLE_RELEASES` whose readable releases are after `cutoff`."
-    when = lambda d: datetime.fromisoformat(d.replace("Z", "+00:00"))
-    return {pkg: date for pkg, date in READABLE_RELEASES.items() if cutoff and when(cutoff) < when(date)}
+    return {pkg: date for pkg, date in READABLE_RELEASES.items() if cutoff and iso_time(cutoff) < iso_time(date)}
 
 # %% ../nbs/03e_compat.ipynb #9008fe46
 PYTEST_REPORTS = "2019-11-01T00:00:00Z"  # pytest 5.2: after 4.6, the first whose -rA lists passing tests
@@ -77,8 +74,7 @@ def requested_names(spec: dict) -> set:
 
 def harness_lifts(cutoff: str | None, spec: dict) -> dict:
     "pytest's family -> `PYTEST_REPORTS`, when the spec installs pytest unpinned and the cut-off predates it."
-    when = lambda d: datetime.fromisoformat(d.replace("Z", "+00:00"))
-    if not cutoff or when(cutoff) >= when(PYTEST_REPORTS) or "pytest" not in requested_names(spec):
+    if not cutoff or iso_time(cutoff) >= iso_time(PYTEST_REPORTS) or "pytest" not in requested_names(spec):
         return {}
     return dict.fromkeys(PYTEST_FAMILY, PYTEST_REPORTS) | ONLY_RELEASE_LEFT
 
@@ -88,7 +84,7 @@ def merge_lifts(*lifts: dict) -> dict:
     out = {}
     for d in lifts:
         for k, v in d.items():
-            out[k] = max(out.get(k, v), v)
+            out[k] = max(out.get(k, v), v, key=iso_time)
     return out
 
 # %% ../nbs/03e_compat.ipynb #d6df4c03

@@ -12,7 +12,7 @@ import yaml
 from swebench.harness.constants import MAP_REPO_TO_ENV_YML_PATHS
 
 from . import venvs
-from .core import EnvError
+from .core import EnvError, iso_time
 from .repos import git_show
 
 # %% auto #0
@@ -126,7 +126,7 @@ def environment_requirements(gitdir: Path, commit: str, repo: str, cutoff: str |
         raise EnvError(f"None of {paths} exists at {commit[:12]} in {gitdir}; check the mirror.", "env-build")
     reqs, subs = translate_environment_yml(text, f"{path} at {commit[:12]}")
     floor = PYTHON_WHEELS.get(pyver)
-    if cutoff and floor and cutoff < floor:
+    if cutoff and floor and iso_time(cutoff) < iso_time(floor):
         why = f"resolved as of {floor}: Python {pyver} had no wheels at the cut-off {cutoff}"
         subs.append({"conda": path, "pypi": None, "why": why})
         cutoff = floor

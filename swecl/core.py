@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 import warnings
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,7 @@ from scipy import stats
 __all__ = ['PROJECT_ROOT', 'PACKAGE_DATA', 'MAX_COMPONENT_BYTES', 'JSONL_POLICIES', 'DIFF_HEADER', 'package_file', 'cache_dir',
            'sha256_file', 'sha256_text', 'component_problem', 'InfraError', 'EnvError', 'SandboxError', 'append_jsonl',
            'JsonlError', 'parse_jsonl', 'read_jsonl', 'config_diff', 'git_commit', 'ensure_manifest', 'diff_paths',
-           'bootstrap_ci']
+           'iso_time', 'bootstrap_ci']
 
 # %% ../nbs/00_core.ipynb #03be6dbd
 _HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd().parent / "swecl"
@@ -223,6 +224,11 @@ def diff_paths(patch: str, side: str = "a") -> list[str]:
     "Paths in the `diff --git` headers of `patch`, in order, without repeats; `side` is 'a' (old) or 'b' (new)."
     k = {"a": 1, "b": 2}[side]
     return list(dict.fromkeys(m.group(k) for m in DIFF_HEADER.finditer(patch or "")))
+
+# %% ../nbs/00_core.ipynb #70708f84
+def iso_time(stamp: str) -> datetime:
+    "The time an ISO 8601 stamp names (`Z` or an offset)."
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 # %% ../nbs/00_core.ipynb #243a0f8d
 def _resampled(n: int, stat, n_resamples: int, level: float, method: str, seed: int):

@@ -10,7 +10,8 @@ import re
 # %% auto #0
 __all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_SIGNS', 'MAX_EVIDENCE', 'network_sign',
            'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'IMAGE_TEST', 'IMAGE_SIGNS',
-           'PATCHED_PATH', 'evidence', 'last_line', 'left_out_evidence', 'image_evidence', 'patched_file_line']
+           'PATCHED_PATH', 'evidence', 'last_line', 'not_passed', 'left_out_evidence', 'image_evidence',
+           'patched_file_line']
 
 # %% ../nbs/04c_evidence.ipynb #ecc2b3bb
 NETWORK_SIGNS = (
@@ -70,9 +71,14 @@ dependency_sign = lambda log: evidence(log, DEPENDENCY_SIGNS)
 NOT_RUN = (None, "SKIPPED")  # no status in the log, or skipped
 
 
+def not_passed(statuses: dict, expected: list) -> list:
+    "The expected tests that did not pass (an expected failure that failed counts as passing)."
+    return [t for t in expected if statuses.get(t) not in ("PASSED", "XFAIL")]
+
+
 def left_out_evidence(log: str, statuses: dict, expected: list, left_out) -> str | None:
     "The log line naming a left-out package, when every expected test that did not pass was not run."
-    unpassed = [t for t in expected if statuses.get(t) not in ("PASSED", "XFAIL")]
+    unpassed = not_passed(statuses, expected)
     if not left_out or not unpassed or any(statuses.get(t) not in NOT_RUN for t in unpassed):
         return None
     names = "|".join(re.escape(n) for n in sorted(left_out, key=len, reverse=True))
@@ -85,7 +91,7 @@ IMAGE_SIGNS = (r"ImageComparisonFailure: images not close", r"Cannot compare (pd
 
 def image_evidence(log: str, statuses: dict, expected: list) -> str | None:
     "The image-comparison failure line, when every expected test that did not pass is an image comparison."
-    unpassed = [t for t in expected if statuses.get(t) not in ("PASSED", "XFAIL")]
+    unpassed = not_passed(statuses, expected)
     if not unpassed or not all(IMAGE_TEST.search(t) for t in unpassed):
         return None
     return evidence(log, IMAGE_SIGNS)
