@@ -9,12 +9,14 @@ command -v patch >/dev/null 2>&1 || missing+=(patch)
 # the sandbox's tarpit routes (connect-timeout tests time out as on a networked host)
 PATH="$PATH:/usr/sbin:/sbin" command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 # compiled projects (astropy, scikit-learn, matplotlib): ccache makes a nearby commit's rebuild cheap;
-# matplotlib builds against the system's freetype and qhull (its setup downloads them otherwise)
+# matplotlib takes the system's qhull, and FreeType 2.6.1 from a freetype/freetype mirror (the system's without one)
 command -v ccache >/dev/null 2>&1 || missing+=(ccache)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 [ -e /usr/include/freetype2/ft2build.h ] || missing+=(libfreetype6-dev)
 [ -e /usr/include/libqhull_r/libqhull_r.h ] || missing+=(libqhull-dev)
 command -v gs >/dev/null 2>&1 || missing+=(ghostscript)  # matplotlib's pdf and eps image comparisons
+command -v inkscape >/dev/null 2>&1 || missing+=(inkscape)  # its svg image comparisons
+for t in autoconf automake libtoolize; do command -v $t >/dev/null 2>&1 || { missing+=(autoconf automake libtool); break; }; done  # FreeType 2.6.1 from its release tag (autogen.sh)
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)  # sphinx 7's spec apt-installs it (inheritance diagrams)
 # django's test requirements build pylibmc (libmemcached) and read GeoIP databases (libmaxminddb)
 [ -e /usr/include/libmemcached/memcached.h ] || missing+=(libmemcached-dev)

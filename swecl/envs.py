@@ -321,8 +321,9 @@ def _swebench_env(task: Task, gitdir: Path, fetch_python: bool, cutoff: bool, co
         write_compat_layer(path)  # a cached env gets the current layer
     missing = missing_system_packages(plan.spec.get("pre_install", []))
     services, setup, service_notes = local_services(task.repo)
+    freetype, freetype_notes = builds.matplotlib_freetype(task.repo)
     install, build_notes = builds.compiled_install(
-        requirements.offline_install(plan.spec.get("install"), man["python"]), task.repo, path
+        requirements.offline_install(plan.spec.get("install"), man["python"]), task.repo, path, freetype=freetype
     )
     version = scm_version(gitdir, task.base_commit) or f"{task.version}.0"  # what a full clone would report
     variables = {"SETUPTOOLS_SCM_PRETEND_VERSION": version, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
@@ -337,13 +338,14 @@ def _swebench_env(task: Task, gitdir: Path, fetch_python: bool, cutoff: bool, co
         pre_install=plan.pre,
         missing_system=missing,
         left_out=condaenv.left_out_names(man.get("conda_substitutions", [])),
-        system_libs=builds.SYSTEM_LIBS.get(task.repo, []),
+        system_libs=builds.system_libs(task.repo, freetype),
         eval_commands=list(plan.spec.get("eval_commands", [])),
         notes=specversion.spec_version_notes(task)
         + _env_notes(plan, man, missing)
         + service_notes
         + topped
-        + build_notes,
+        + build_notes
+        + freetype_notes,
     )
 
 # %% ../nbs/03b_envs.ipynb #acf34e03
