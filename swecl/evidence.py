@@ -5,13 +5,17 @@
 # %% ../nbs/04c_evidence.ipynb #4331c619
 from __future__ import annotations
 
+import json
 import re
+from functools import cache
+
+from .core import package_file
 
 # %% auto #0
 __all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_SIGNS', 'MAX_EVIDENCE', 'network_sign',
            'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'IMAGE_TEST', 'IMAGE_SIGNS',
-           'PATCHED_PATH', 'evidence', 'last_line', 'not_passed', 'left_out_evidence', 'image_evidence',
-           'patched_file_line', 'absent_evidence']
+           'PATCHED_PATH', 'KNOWN_DEFECTS', 'evidence', 'last_line', 'not_passed', 'left_out_evidence',
+           'image_evidence', 'patched_file_line', 'absent_evidence', 'known_defects', 'defect_evidence']
 
 # %% ../nbs/04c_evidence.ipynb #ecc2b3bb
 NETWORK_SIGNS = (
@@ -113,3 +117,21 @@ def absent_evidence(log: str, absent) -> str | None:
     "The log line naming a file the working copy lacks (left out of a partial mirror), if any."
     names = {p.rsplit("/", 1)[-1] for p in absent or ()}
     return evidence(log, [re.escape(n) for n in sorted(names)]) if names else None
+
+# %% ../nbs/04c_evidence.ipynb #2c0ab8de
+KNOWN_DEFECTS = "known_defects.json"  # in the package data
+
+
+@cache
+def known_defects() -> dict:
+    "The dataset's known defects: instance id -> {reference, why, sign}."
+    table = json.loads(package_file(KNOWN_DEFECTS).read_text())
+    return {k: v for k, v in table.items() if not k.startswith("_")}
+
+
+def defect_evidence(instance_id: str, log: str) -> tuple[str, str] | None:
+    "(message, log line) when `instance_id` is a known dataset defect and the log shows its sign."
+    d = known_defects().get(instance_id)
+    if not d or not (line := evidence(log, (d["sign"],))):
+        return None
+    return f"A known defect of the dataset ({d['reference']}): {d['why']}.", line

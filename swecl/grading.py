@@ -305,9 +305,7 @@ def verdict(
             g, *(("needs-network", NEW_DEPENDENCY_MSG, deps) if deps else ("mirror-incomplete", gap_msg, gap))
         )
     if g.p2p_passed < g.p2p_total and (line := evidence.network_sign(log)):
-        return mark_infra(
-            g, "needs-network", "Tests failed reaching the network, which the sandbox does not have.", line
-        )
+        return mark_infra(g, "needs-network", "Tests failed reaching the network, which the sandbox lacks.", line)
     if not g.resolved and missing_system and (line := evidence.system_sign(log)):
         msg = f"The host lacks system packages the spec installs: {' '.join(missing_system)} (apt-get install them)."
         return mark_infra(g, "system-package", msg, line)
@@ -318,6 +316,8 @@ def verdict(
     if not g.resolved and "freetype" in system_libs and (line := evidence.image_evidence(log, g.statuses, expected)):
         msg = "Only image comparisons failed, drawn with the system's FreeType instead of the 2.6.1 the baselines use."
         return mark_infra(g, "system-freetype", msg, line)
+    if not g.resolved and (known := evidence.defect_evidence(task.instance_id, log)):
+        return mark_infra(g, "upstream-defect", *known)
     if py_sign and not g.resolved:
         g.infra_reason, g.evidence = "python-version", py_sign  # the host's Python, shown by the log
     return g
