@@ -14,8 +14,9 @@ from .core import package_file
 # %% auto #0
 __all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_SIGNS', 'MAX_EVIDENCE', 'network_sign',
            'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'IMAGE_TEST', 'IMAGE_SIGNS',
-           'PATCHED_PATH', 'KNOWN_DEFECTS', 'evidence', 'last_line', 'not_passed', 'left_out_evidence',
-           'image_evidence', 'patched_file_line', 'absent_evidence', 'known_defects', 'defect_evidence']
+           'PATCHED_PATH', 'KNOWN_DEFECTS', 'TEST_DIRS', 'DIFF_FILE', 'evidence', 'last_line', 'not_passed',
+           'left_out_evidence', 'image_evidence', 'patched_file_line', 'absent_evidence', 'known_defects',
+           'is_test_file', 'fix_in_test_patch', 'defect_evidence']
 
 # %% ../nbs/04c_evidence.ipynb #ecc2b3bb
 NETWORK_SIGNS = (
@@ -120,6 +121,8 @@ def absent_evidence(log: str, absent) -> str | None:
 
 # %% ../nbs/04c_evidence.ipynb #2c0ab8de
 KNOWN_DEFECTS = "known_defects.json"  # in the package data
+TEST_DIRS = {"test", "tests", "testing"}
+DIFF_FILE = re.compile(r"^diff --git a/(\S+) b/\S+$", re.M)
 
 
 @cache
@@ -129,9 +132,27 @@ def known_defects() -> dict:
     return {k: v for k, v in table.items() if not k.startswith("_")}
 
 
-def defect_evidence(instance_id: str, log: str) -> tuple[str, str] | None:
-    "(message, log line) when `instance_id` is a known dataset defect and the log shows its sign."
+def is_test_file(path: str) -> bool:
+    "A test file by its place or name (a test folder, test_*.py, *_test.py, tests.py, conftest.py)."
+    *folders, name = path.split("/")
+    return (
+        bool(TEST_DIRS & set(folders))
+        or name.startswith("test_")
+        or name in ("tests.py", "conftest.py")
+        or (name.endswith("_test.py"))
+    )
+
+
+def fix_in_test_patch(test_patch: str) -> str | None:
+    "The test patch's `diff --git` line of the first file it changes that is not a test file."
+    return next((m.group(0) for m in DIFF_FILE.finditer(test_patch or "") if not is_test_file(m.group(1))), None)
+
+
+def defect_evidence(instance_id: str, log: str, resolved: bool = False, patch: str = "", test_patch: str = ""):
+    "(message, evidence line) when a run shows a defect of the dataset, else None."
+    if resolved and not patch.strip() and (line := fix_in_test_patch(test_patch)):
+        return "The tests pass with no patch: the task's test_patch changes a source file, so it carries the fix.", line
     d = known_defects().get(instance_id)
-    if not d or not (line := evidence(log, (d["sign"],))):
+    if resolved or not d or not (line := evidence(log, (d["sign"],))):
         return None
     return f"A known defect of the dataset ({d['reference']}): {d['why']}.", line
