@@ -279,8 +279,10 @@ def table3_section(out: Path, firsts: pd.DataFrame, what: str) -> Section:
     return Section(
         "Accuracy, time and cost (SWE-ContextBench Table 3 layout)",
         md_table(t3[[c for c in TABLE3_COLUMNS if c in t3]], ".3f")
-        + f"\n\n*First attempts per dataset × model × condition ({what}). Cost uses cache-aware prices; undefined when "
-        "a model's price is unknown.*",
+        + f"\n\n*First attempts per dataset × model × condition ({what}). `resolved_f2p` is SWE-ContextBench's "
+        "resolved (every FAIL_TO_PASS test passes), over all n instances; `resolved` is SWE-bench's, which also needs "
+        "every PASS_TO_PASS test. `patch_na` counts patches that did not apply; the test and task rates leave them out, "
+        "as the paper does. Cost uses cache-aware prices; undefined when a model's price is unknown.*",
         ["table3_contextbench.csv"],
     )
 
