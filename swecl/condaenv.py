@@ -6,9 +6,11 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import yaml
+from packaging.utils import canonicalize_name
 from swebench.harness.constants import MAP_REPO_TO_ENV_YML_PATHS
 
 from . import venvs
@@ -16,8 +18,9 @@ from .core import EnvError, iso_time
 from .repos import git_show
 
 # %% auto #0
-__all__ = ['CONDA_TO_PYPI', 'NOT_ON_PYPI', 'SPEC', 'PYTHON_WHEELS', 'NOT_PACKAGES', 'conda_to_pep508',
-           'translate_environment_yml', 'install_translated', 'environment_requirements', 'left_out_names']
+__all__ = ['CONDA_TO_PYPI', 'NOT_ON_PYPI', 'SPEC', 'PYTHON_WHEELS', 'NOT_PACKAGES', 'WOULD_INSTALL', 'conda_to_pep508',
+           'translate_environment_yml', 'install_translated', 'environment_requirements', 'left_out_names',
+           'wheel_pins']
 
 # %% ../nbs/03j_condaenv.ipynb #42214006
 CONDA_TO_PYPI = {
@@ -147,3 +150,34 @@ def left_out_names(subs: list) -> list:
     return sorted(
         {n for n in out if n not in NOT_PACKAGES} | {n.split("-")[-1] for n in out if n.startswith("scitools-")}
     )
+
+# %% ../nbs/03j_condaenv.ipynb #50a6e363
+WOULD_INSTALL = re.compile(r"^ \+ (\S+)==(\S+)$", re.M)  # uv --dry-run's plan
+
+
+def _lowest_wheel(uv, vpy: Path, requirement: str, name: str, extra_args: tuple = ()) -> str | None:
+    "The lowest version satisfying `requirement` that has a wheel for the env of `vpy`, or None."
+    cmd = [uv, "pip", "install", "--dry-run", "--python", str(vpy), "--no-deps", "--only-binary", name]
+    r = subprocess.run(
+        [*cmd, *extra_args, "--resolution", "lowest-direct", requirement], capture_output=True, text=True, timeout=300
+    )
+    found = dict(WOULD_INSTALL.findall(r.stdout + r.stderr)) if r.returncode == 0 else {}
+    return next((v for k, v in found.items() if canonicalize_name(k) == canonicalize_name(name)), None)
+
+
+def wheel_pins(uv, vpy: Path, pins: list, extra_args: tuple = ()) -> tuple[list, list]:
+    "(the pins to install, substitutions): an exact conda pin without a wheel for this Python moves within its X.Y series."
+    out, subs = [], []
+    for pin in pins:
+        name, _, version = (s.strip() for s in pin.partition("=="))
+        parts = version.split(".")
+        if not uv or len(parts) < 2 or not parts[1].isdigit() or _lowest_wheel(uv, vpy, pin, name, extra_args):
+            out.append(pin)
+            continue
+        series_end = f"{parts[0]}.{int(parts[1]) + 1}"
+        moved = _lowest_wheel(uv, vpy, f"{name}>{version},<{series_end}", name, extra_args)
+        out.append(f"{name}=={moved}" if moved else pin)
+        if moved:
+            why = f"no PyPI wheel of {version} for this Python (conda builds it); the first later {parts[0]}.{parts[1]}.x with one"
+            subs.append({"conda": pin, "pypi": f"{name}=={moved}", "why": why})
+    return out, subs

@@ -229,11 +229,12 @@ def _install_requirements(plan: EnvPlan, uv, vpy: Path, tmp: Path, log: list) ->
     tools = [p for p in plan.spec.get("pip_packages", []) if re.match(r"setuptools\s*==", p)] or [venvs.SETUPTOOLS]
     venvs.pip_install(uv, vpy, ["wheel", *tools, "pip"], None, log)
     pinned, loose = _spec_requirements(plan, tmp)
+    conda_list = plan.spec.get("packages", "") not in ("", "requirements.txt", "environment.yml")
+    pinned, subs = condaenv.wheel_pins(uv, vpy, pinned) if conda_list else (pinned, [])  # conda has wheels PyPI lacks
     sp_pinned, sp_loose = requirements.split_pins(plan.spec.get("pip_packages", []))
     held = {**plan.lifts, **{requirements.req_name(p): venvs.FAR_FUTURE for p in pinned + sp_pinned}}
     venvs.pip_install(uv, vpy, pinned, None, log)
     venvs.pip_install(uv, vpy, loose, plan.cutoff, log, lifts=held)
-    subs = []
     if plan.spec.get("packages") == "environment.yml":
         t = plan.task
         reqs, subs, when = condaenv.environment_requirements(
