@@ -35,6 +35,7 @@ LAYERS = [
         "evidence",
         "condaenv",
         "builds",
+        "testids",
     ],
     ["project"],
     ["datasets", "envs", "memory"],

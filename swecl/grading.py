@@ -29,13 +29,14 @@ from .mini import MINI_DIR
 from .repos import SAFE_GIT
 from .sandbox import Session
 from .schema import Task
+from .testids import with_id_spellings
 
 # %% auto #0
 __all__ = ['APPLY_METHODS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPENDENCY_MSG', 'Grade', 'attempt_verdict', 'mini_test_cmd', 'is_mini',
            'test_directives', 'base_test_command', 'test_command', 'tox_direct', 'session_test_command', 'parse_log',
-           'with_id_spellings', 'test_report', 'patch_files', 'apply_patch', 'apply_step', 'prepare_tests',
-           'reset_test_files', 'apply_test_patch', 'run_tests', 'adds_dependency', 'mark_infra', 'verdict', 'distrust',
-           'grade_session', 'grade']
+           'test_report', 'patch_files', 'apply_patch', 'apply_step', 'prepare_tests', 'reset_test_files',
+           'apply_test_patch', 'run_tests', 'adds_dependency', 'mark_infra', 'verdict', 'distrust', 'grade_session',
+           'grade']
 
 # %% ../nbs/04_grading.ipynb #d327c451
 @dataclass
@@ -162,16 +163,6 @@ def parse_log(task: Task, log: str) -> dict:
     spec = SimpleNamespace(instance_id=task.instance_id, repo=task.repo, version=task.version)
     spec.FAIL_TO_PASS, spec.PASS_TO_PASS = task.FAIL_TO_PASS, task.PASS_TO_PASS
     return parser(log, spec)
-
-# %% ../nbs/04_grading.ipynb #2678ca8a
-def with_id_spellings(expected: list, statuses: dict) -> dict:
-    "`statuses` plus, for each expected id missing from it, the status of its other parametrize-id spelling."
-    out = dict(statuses)
-    for t in expected:
-        alt = re.sub(r"_(\d+)\]$", r"\1]", t)
-        if t not in out and alt != t and alt in statuses:
-            out[t] = statuses[alt]
-    return out
 
 # %% ../nbs/04_grading.ipynb #8b0ffad9
 def test_report(task: Task, statuses: dict) -> dict:
