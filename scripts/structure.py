@@ -17,7 +17,7 @@ PKG = ROOT / "swecl"
 # The layer order (bottom first): a module may import only from strictly lower layers.
 LAYERS = [
     ["core"],
-    ["schema", "repos", "model_base", "isolation", "compat_shim", "venvs", "attempts"],
+    ["schema", "repos", "model_base", "isolation", "compat_shim", "venvs", "attempts", "shellparse", "pool_edits"],
     [
         "models",
         "links",
@@ -35,11 +35,13 @@ LAYERS = [
         "evidence",
         "condaenv",
         "builds",
+        "pool_bash",
+        "pool_session",
         "testids",
     ],
-    ["project"],
-    ["datasets", "envs", "memory"],
-    ["envcache", "sandbox", "retrieval", "plans"],
+    ["project", "pool_effects"],
+    ["datasets", "envs", "memory", "pool_replay"],
+    ["envcache", "sandbox", "retrieval", "plans", "pool_check"],
     ["grading", "bench"],
     ["validation", "regrade", "agent", "single_shot"],
     ["poisoning", "runner"],
