@@ -120,6 +120,8 @@ def validation_summary(records: list, rows: list, joined: list) -> list:
         lines.append(
             f"{t['n']} instances: {t['both']} gold→resolved and empty→unresolved, {t['unexpected']} unexpected, infrastructure: {t['infra']}"
         )
+    if any(r.get("definition") == "f2p" for r in records):
+        lines.append("resolved here means every FAIL_TO_PASS test passes (SWE-ContextBench's definition)")
     return lines + [x for x in [timing_line(records)] if x]
 
 # %% ../nbs/13c_cli_tasks.ipynb #af7a396a
@@ -129,7 +131,8 @@ def validation_records(a) -> tuple:
         return read_records(a.merge), []
     b, tasks = load_tasks(a.dataset, a.instances, a.repos, a.sequences)
     policies = list(validation.POLICIES) if a.policy == "both" else [a.policy]
-    return validation.validate_policies(tasks, make_sandbox(a.sandbox, b, a.timeout, a.compat), policies, a.logs)
+    sandbox, definition = make_sandbox(a.sandbox, b, a.timeout, a.compat), validation.resolved_definition(a.dataset)
+    return validation.validate_policies(tasks, sandbox, policies, a.logs, definition=definition)
 
 # %% ../nbs/13c_cli_tasks.ipynb #7eba76e3
 def validation_tables(records: list, rows: list, merged: bool = False) -> tuple:

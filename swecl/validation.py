@@ -16,8 +16,9 @@ from .grading import Grade, grade
 from .schema import Task
 
 # %% auto #0
-__all__ = ['POLICIES', 'GRADABLE_DIR', 'policy_patch', 'expected', 'validate', 'validation_table', 'validate_policies',
-           'harness_table', 'gradable_record', 'read_gradable', 'load_gradable']
+__all__ = ['POLICIES', 'DEFINITIONS', 'GRADABLE_DIR', 'policy_patch', 'resolved_definition', 'expected', 'validate',
+           'validation_table', 'validate_policies', 'harness_table', 'gradable_record', 'read_gradable',
+           'load_gradable']
 
 # %% ../nbs/04a_validation.ipynb #8871893a
 POLICIES = ("gold", "empty")
@@ -30,16 +31,26 @@ def policy_patch(task: Task, policy: str) -> str:
     return task.patch if policy == "gold" else ""
 
 # %% ../nbs/04a_validation.ipynb #5425108c
-def expected(g: Grade | dict, policy: str | None = None) -> bool | None:
+DEFINITIONS = {"swe-bench": "resolved", "f2p": "f2p_resolved"}  # the Grade field each definition of resolved reads
+
+
+def resolved_definition(dataset: str) -> str:
+    "The definition of resolved a dataset's paper uses: SWE-ContextBench's needs the FAIL_TO_PASS tests only."
+    return "f2p" if str(dataset).startswith("contextbench") else "swe-bench"
+
+
+def expected(g: Grade | dict, policy: str | None = None, definition: str | None = None) -> bool | None:
     "Did the grading behave as the policy requires? None for an infrastructure error or a labelled miss."
     r = (
-        {"policy": policy, "resolved": g.resolved, "error": g.error, "infra_reason": g.infra_reason}
+        {"policy": policy, "resolved": g.resolved, "f2p_resolved": g.f2p_resolved}
+        | {"error": g.error, "infra_reason": g.infra_reason}
         if isinstance(g, Grade)
         else g
     )
     if r.get("error"):
         return None
-    ok = r["resolved"] if r["policy"] == "gold" else not r["resolved"]
+    done = bool(r[DEFINITIONS[definition or r.get("definition") or "swe-bench"]])
+    ok = done if r["policy"] == "gold" else not done
     return None if not ok and r.get("infra_reason") else ok
 
 # %% ../nbs/04a_validation.ipynb #20a6e39d
@@ -54,7 +65,7 @@ def validate(
     return out
 
 # %% ../nbs/04a_validation.ipynb #0293c45b
-def validation_table(grades: list, tasks: list, policy: str) -> list:
+def validation_table(grades: list, tasks: list, policy: str, definition: str = "swe-bench") -> list:
     "Rows per repository: n, as expected, unexpected, infrastructure errors by reason."
     repo = {t.instance_id: t.repo for t in tasks}
     rows = {}
@@ -64,7 +75,7 @@ def validation_table(grades: list, tasks: list, policy: str) -> list:
             {"repo": repo[g.instance_id], "policy": policy, "n": 0, "expected": 0, "unexpected": 0, "infra": Counter()},
         )
         r["n"] += 1
-        ok = expected(g, policy)
+        ok = expected(g, policy, definition)
         if ok is None:
             r["infra"][g.infra_reason] += 1
         elif ok:
@@ -78,14 +89,22 @@ def validation_table(grades: list, tasks: list, policy: str) -> list:
 
 # %% ../nbs/04a_validation.ipynb #928a5f9d
 def validate_policies(
-    tasks: list, sandbox, policies=POLICIES, log_dir=None, progress: bool = True, timeout: float | None = None
+    tasks: list,
+    sandbox,
+    policies=POLICIES,
+    log_dir=None,
+    progress: bool = True,
+    timeout: float | None = None,
+    definition: str = "swe-bench",
 ) -> tuple[list, list]:
-    "(records, table rows): one JSON record per grading (policy, repo, `Grade.record()`) and rows per repository."
+    "(records, table rows): one JSON record per grading (policy, repo, definition, `Grade.record()`) and rows per repository."
     records, rows = [], []
     for pol in policies:
         grades = validate(tasks, pol, sandbox, Path(log_dir) / pol if log_dir else None, progress, timeout)
-        rows += validation_table(grades, tasks, pol)
-        records += [{"policy": pol, "repo": t.repo} | g.record() for t, g in zip(tasks, grades)]
+        rows += validation_table(grades, tasks, pol, definition)
+        records += [
+            {"policy": pol, "repo": t.repo, "definition": definition} | g.record() for t, g in zip(tasks, grades)
+        ]
     return records, rows
 
 # %% ../nbs/04a_validation.ipynb #31b9b1ce
