@@ -30,7 +30,7 @@ COMPILED_REPOS = ("astropy/astropy", "scikit-learn/scikit-learn", "matplotlib/ma
 CCACHE = ".ccache"  # in the env folder, at /testenv/.ccache in a session
 CCACHE_LINKS = "/usr/lib/ccache"  # Debian's ccache: gcc, g++, cc … that call ccache (builds override CC in odd ways)
 MPLSETUP = "mplsetup.cfg"  # matplotlib >= 3.3 reads it from MPLSETUPCFG
-MPLSETUP_TEXT = "[libs]\nsystem_freetype = true\nsystem_qhull = true\n"
+MPLSETUP_TEXT = "[libs]\nsystem_freetype = true\nsystem_qhull = true\nenable_lto = false\n"  # LTO links escape ccache
 SYSTEM_LIBS = {"matplotlib/matplotlib": ["freetype", "qhull"]}  # what an env of the repository may take from the system
 
 
@@ -138,7 +138,7 @@ FREETYPE = "2.6.1"  # matplotlib's LOCAL_FREETYPE_VERSION, the FreeType its base
 FREETYPE_REPO, FREETYPE_TAG = "freetype/freetype", "VER-2-6-1"
 AUTOTOOLS = ("autoconf", "automake", "libtoolize")  # autogen.sh's tools
 MPLSETUP_LOCAL = "mplsetup-local.cfg"
-MPLSETUP_LOCAL_TEXT = "[libs]\nsystem_freetype = false\nsystem_qhull = true\n"
+MPLSETUP_LOCAL_TEXT = "[libs]\nsystem_freetype = false\nsystem_qhull = true\nenable_lto = false\n"
 
 
 def _freetype_tree(gitdir: Path, dest: Path) -> None:
