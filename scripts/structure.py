@@ -17,7 +17,18 @@ PKG = ROOT / "swecl"
 # The layer order (bottom first): a module may import only from strictly lower layers.
 LAYERS = [
     ["core"],
-    ["schema", "repos", "model_base", "isolation", "compat_shim", "venvs", "attempts", "shellparse", "pool_edits"],
+    [
+        "schema",
+        "repos",
+        "model_base",
+        "isolation",
+        "compat_shim",
+        "venvs",
+        "attempts",
+        "shellparse",
+        "pool_edits",
+        "pool_outcomes",
+    ],
     [
         "models",
         "links",
