@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from . import __version__
 from .core import InfraError
 from .models import ModelError
 from .poisoning import PoisonError
@@ -24,8 +25,9 @@ from .runner import RunError
 from .schema import DatasetError
 
 # %% auto #0
-__all__ = ['BAD_INPUT', 'COUNT', 'POSITIVE', 'SECONDS', 'ARG_TYPES', 'arg', 'command', 'UsageError', 'number', 'write_json',
-           'write_text', 'output_file', 'frame_text', 'Parser', 'parser', 'dispatch', 'call']
+__all__ = ['BAD_INPUT', 'COUNT', 'POSITIVE', 'SECONDS', 'ARG_TYPES', 'DATASET_HELP', 'arg', 'command', 'UsageError', 'number',
+           'write_json', 'write_text', 'output_file', 'frame_text', 'Parser', 'default_text', 'HelpFormatter', 'parser',
+           'dispatch', 'call']
 
 # %% ../nbs/13a_cli_base.ipynb #86874180
 def arg(*flags, **kw) -> tuple:
@@ -112,6 +114,7 @@ def frame_text(df, decimals: int = 4, width: int = 200) -> str:
 # %% ../nbs/13a_cli_base.ipynb #93f429ab
 ARG_TYPES = dict(count=COUNT, positive=POSITIVE, seconds=SECONDS, amount=number(float, 0, above=True))
 ARG_TYPES |= dict(size=number(float, 1), output=output_file)
+DATASET_HELP = "a dataset: a short name (swecl list names them) or a file"
 
 # %% ../nbs/13a_cli_base.ipynb #70b88bb2
 class Parser(argparse.ArgumentParser):
@@ -120,14 +123,32 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(f"{self.prog}: {message}; see {self.prog} --help.")
 
+# %% ../nbs/13a_cli_base.ipynb #0ba1f919
+def default_text(v) -> str:
+    "A default as it is typed on the command line: floats without a trailing .0, lists space-separated."
+    if isinstance(v, (list, tuple)):
+        return " ".join(map(default_text, v))
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    "Each option's help followed by `(default: X)` when it has a default other than None, False or an empty list."
+
+    def _get_help_string(self, action):
+        text, d = action.help or "", action.default
+        if d is None or d is False or d == [] or d is argparse.SUPPRESS or "(default" in text:
+            return text
+        return f"{text} (default: {default_text(d).replace('%', '%%')})"
+
 # %% ../nbs/13a_cli_base.ipynb #9d5c0d0a
 def parser(commands: list) -> argparse.ArgumentParser:
-    "The `swecl` argument parser: one sub-command per function of `commands` (each declared with `command`)."
+    "The `swecl` argument parser: one sub-command per function of `commands` (each declared with `command`), and `--version`."
     p = Parser(prog="swecl", description="Continual learning and experience reuse for coding agents.")
+    p.add_argument("--version", action="version", version=f"swecl {__version__}", help="print swecl's version and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for fn in commands:
         name, help, args = fn.cli
-        s = sub.add_parser(name, help=help, description=help)
+        s = sub.add_parser(name, help=help, description=help, formatter_class=HelpFormatter)
         s.set_defaults(fn=fn)
         s.add_argument("--json", metavar="PATH", type=output_file, help="write the machine-readable result here")
         for flags, kw in args:

@@ -12,7 +12,7 @@ from tabulate import tabulate
 
 from . import regrade, validation
 from .cli_base import UsageError, arg, command, write_json, write_text
-from .cli_tasks import COMPAT_HELP, load_tasks, make_sandbox
+from .cli_tasks import COMPAT_HELP, SANDBOX_HELP, load_tasks, make_sandbox
 
 # %% auto #0
 __all__ = ['gradable_set', 'saved_records', 'regrade_tables', 'regrade_markdown', 'cmd_regrade']
@@ -67,20 +67,18 @@ def regrade_markdown(t: dict, title: str, note: str) -> str:
     "regrade",
     "Grade recorded SWE-bench predictions with swecl: resolved rate per sequence with confidence intervals, agreement with recorded verdicts.",
     arg("--predictions", required=True, metavar="JSONL", help="SWE-bench predictions (instance_id, model_patch)"),
-    arg("--dataset", default="swe-bench-cl", help="the dataset the predictions are for (default swe-bench-cl)"),
+    arg("--dataset", default="swe-bench-cl", help="the dataset the predictions are for"),
     arg("--authors", metavar="EVAL_STATE", help="recorded verdicts to compare with (SWE-Bench-CL's eval_state.json)"),
     arg(
         "--condition",
         default="memory_disabled",
-        help="the condition of --authors to compare with (default memory_disabled)",
+        help="the condition of --authors to compare with",
     ),
     arg("--gradable", metavar="JSON", help="count only these tasks (default: the set kept with swecl for the dataset)"),
     arg("--sequences", nargs="*", help="only these sequences: an id, a repository or its short name"),
     arg("--instances", nargs="*", help="only these instance ids"),
-    arg(
-        "--sandbox", choices=["local", "local-unsafe", "docker"], default="local", help="where to grade (default local)"
-    ),
-    arg("--timeout", type="seconds", help="seconds per test run (default 900)"),
+    arg("--sandbox", choices=["local", "local-unsafe", "docker"], default="local", help=SANDBOX_HELP),
+    arg("--timeout", type="seconds", help="seconds per test run (default: 900)"),
     arg("--logs", help="keep each grading log under this folder"),
     arg("--compat", action="store_true", help=COMPAT_HELP),
     arg("--merge", nargs="+", metavar="JSON", help="grade nothing: the records of earlier regrade --json files"),

@@ -35,9 +35,16 @@ def cell_line(c: dict) -> str:
         default="offline",
         help="a YAML file or a plan name under swecl/data/plans (offline, swe-bench-cl, contextbench-lite)",
     ),
-    arg("--out", default="results"),
-    arg("--workers", type="positive", default=1),
-    arg("--engine", choices=["local", "ray"], default="local"),
+    arg("--out", default="results", help="the results folder; a run resumes what it already holds"),
+    arg(
+        "--workers", type="positive", default=1, help="with --engine local: cells run at once, each in its own process"
+    ),
+    arg(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="local: cells in this machine's processes; ray: cells as Ray tasks ($RAY_ADDRESS or a local Ray; the ray extra)",
+    ),
 )
 def cmd_run(a):
     "Validation, retrieval study and cells of the plan; `--json`: the run's summary."
@@ -112,17 +119,30 @@ def parse_cells(cells: list) -> list:
         "--summarize", metavar="CSV", help="a per-pair drift table (e.g. the authors' drift_results_by_difficulty.csv)"
     ),
     arg("--figure", help="with --summarize: also draw Figure 2 here (PNG)"),
-    arg("--model"),
-    arg("--embedder", default="minilm"),
-    arg("--dataset", default="swe-bench-cl"),
+    arg("--model", help="the model to run with, as for swecl solve (anthropic:<model>, openai:<base_url>:<model>, …)"),
+    arg(
+        "--embedder",
+        default="minilm",
+        help="the embedder that scores drift: minilm, hashing[-<dim>] or openai:<base_url>:<model>",
+    ),
+    arg("--dataset", default="swe-bench-cl", help="the dataset pairs are drawn from: a short name or a file"),
     arg("--cells", nargs="*", default=["1:3", "1:4", "2:3", "2:4"], help="source:target difficulty cells"),
     arg("--n", type="positive", default=20, help="pairs per cell"),
-    arg("--seed", type="count", default=0),
-    arg("--cross-repo", action="store_true"),
-    arg("--style", choices=["authors", "appendix-a"], default="authors"),
-    arg("--no-noise-floor", action="store_true"),
-    arg("--out", default="results"),
-    arg("--experiment", default="poisoning"),
+    arg("--seed", type="count", default=0, help="seed of the pair sample"),
+    arg("--cross-repo", action="store_true", help="draw the two tasks of each pair from different repositories"),
+    arg(
+        "--style",
+        choices=["authors", "appendix-a"],
+        default="authors",
+        help="the prompt: the authors' (issue and patch) or the paper's Appendix A template",
+    ),
+    arg(
+        "--no-noise-floor",
+        action="store_true",
+        help="skip the second clean response that measures the noise floor (fewer calls, no net drift)",
+    ),
+    arg("--out", default="results", help="the results folder"),
+    arg("--experiment", default="poisoning", help="the run's folder under --out (OUT/EXPERIMENT/poisoning)"),
 )
 def cmd_poison(a):
     "Summaries of a drift table, or a poisoning run; `--json`: the summary."
@@ -141,11 +161,16 @@ def cmd_poison(a):
 @command(
     "retrieval-study",
     "Recall@k and MRR of the oracle links per embedder, representation and filter.",
-    arg("--embedder", nargs="*", default=["hashing", "minilm"]),
-    arg("--contextbench", default="contextbench-lite"),
-    arg("--cl", default="swe-bench-cl"),
-    arg("--n-resamples", type="positive", default=1000),
-    arg("--seed", type="count", default=0),
+    arg(
+        "--embedder",
+        nargs="*",
+        default=["hashing", "minilm"],
+        help="the embedders to compare: minilm, hashing[-<dim>] or openai:<base_url>:<model>",
+    ),
+    arg("--contextbench", default="contextbench-lite", help="the SWE-ContextBench set: a short name or a file"),
+    arg("--cl", default="swe-bench-cl", help="the SWE-Bench-CL set: a short name or a file"),
+    arg("--n-resamples", type="positive", default=1000, help="bootstrap resamples per confidence interval"),
+    arg("--seed", type="count", default=0, help="seed of the bootstrap"),
     arg("--out", help="also write the table as CSV"),
 )
 def cmd_retrieval_study(a):

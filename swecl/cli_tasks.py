@@ -16,7 +16,7 @@ from statistics import median
 from tabulate import tabulate
 
 from . import agent, bench, datasets, validation
-from .cli_base import UsageError, arg, command, write_json, write_text
+from .cli_base import DATASET_HELP, UsageError, arg, command, write_json, write_text
 from .core import component_problem
 from .envcache import env_inventory, prune_envs, usage_by_repo
 from .isolation import Limits
@@ -26,10 +26,10 @@ from .schema import DatasetError
 from .single_shot import single_shot
 
 # %% auto #0
-__all__ = ['COMPAT_HELP', 'sequence_tasks', 'load_tasks', 'make_sandbox', 'read_records', 'timing_line', 'env_cache_line',
-           'validation_summary', 'validation_records', 'validation_tables', 'cmd_validate', 'cmd_sandbox',
-           'solve_summary', 'infra_line', 'solve_one', 'cmd_solve', 'gigabytes', 'status_table', 'cache_totals',
-           'env_list', 'prune_line', 'cmd_envs', 'memory_bench', 'cmd_bench']
+__all__ = ['COMPAT_HELP', 'SANDBOX_HELP', 'sequence_tasks', 'load_tasks', 'make_sandbox', 'read_records', 'timing_line',
+           'env_cache_line', 'validation_summary', 'validation_records', 'validation_tables', 'cmd_validate',
+           'cmd_sandbox', 'solve_summary', 'infra_line', 'solve_one', 'cmd_solve', 'gigabytes', 'status_table',
+           'cache_totals', 'env_list', 'prune_line', 'cmd_envs', 'memory_bench', 'cmd_bench']
 
 # %% ../nbs/13c_cli_tasks.ipynb #66423b14
 def sequence_tasks(b, names: list) -> list:
@@ -64,7 +64,8 @@ def load_tasks(dataset: str, instances=None, repos=None, sequences=None) -> tupl
     return b, tasks
 
 # %% ../nbs/13c_cli_tasks.ipynb #56557eb0
-COMPAT_HELP = "the compatibility layer for old suites on a newer host Python (recorded on each attempt); the env validate --compat grades in"
+COMPAT_HELP = "run in the env with the compatibility layer, which lets old test suites run on a newer host Python (the same env for every command given --compat, recorded with each result)"
+SANDBOX_HELP = "where commands run: local (bubblewrap, a one-commit working copy, no network), local-unsafe (no isolation) or docker (SWE-bench instance images)"
 
 # %% ../nbs/13c_cli_tasks.ipynb #662a0b5f
 def make_sandbox(kind: str, bench, timeout=None, compat=False):
@@ -145,13 +146,18 @@ def validation_tables(records: list, rows: list, merged: bool = False) -> tuple:
 @command(
     "validate",
     "Harness check: gold patches must resolve, empty patches must not.",
-    arg("--dataset", default="mini"),
-    arg("--policy", choices=["gold", "empty", "both"], default="both"),
-    arg("--sandbox", choices=["local", "local-unsafe", "docker"], default="local"),
-    arg("--instances", nargs="*"),
+    arg("--dataset", default="mini", help=DATASET_HELP),
+    arg(
+        "--policy",
+        choices=["gold", "empty", "both"],
+        default="both",
+        help="which patch is graded: the gold patch (must resolve), the empty patch (must not), or both",
+    ),
+    arg("--sandbox", choices=["local", "local-unsafe", "docker"], default="local", help=SANDBOX_HELP),
+    arg("--instances", nargs="*", help="only these instance ids (swecl list instances names them)"),
     arg("--repos", nargs="*", help="only the tasks of these repositories (owner/name)"),
     arg("--sequences", nargs="*", help="only these sequences: an id, a repository or its short name (django sympy)"),
-    arg("--timeout", type="seconds", help="seconds per test run (default 900)"),
+    arg("--timeout", type="seconds", help="seconds per test run (default: 900)"),
     arg("--logs", help="keep each grading log under this folder"),
     arg("--out", help="write the table as markdown"),
     arg(
@@ -188,10 +194,10 @@ def cmd_validate(a):
 @command(
     "sandbox",
     "Run one command in a fresh sandbox of a task; exits with the command's exit code.",
-    arg("--dataset", default="mini"),
-    arg("--instance", required=True),
-    arg("--sandbox", choices=["local", "local-unsafe", "docker"], default="local"),
-    arg("--timeout", type="seconds"),
+    arg("--dataset", default="mini", help=DATASET_HELP),
+    arg("--instance", required=True, help="the task's instance id (swecl list instances names them)"),
+    arg("--sandbox", choices=["local", "local-unsafe", "docker"], default="local", help=SANDBOX_HELP),
+    arg("--timeout", type="seconds", help="seconds the command may run (default: 900)"),
     arg("--compat", action="store_true", help=COMPAT_HELP),
     arg("cmd", nargs=argparse.REMAINDER, help="-- then the command"),
 )
@@ -248,18 +254,18 @@ def solve_one(a, t, model, sandbox) -> dict:
 @command(
     "solve",
     "Run one task end to end: agent, patch, grading.",
-    arg("--dataset", default="mini"),
-    arg("--instance", required=True),
+    arg("--dataset", default="mini", help=DATASET_HELP),
+    arg("--instance", required=True, help="the task's instance id (swecl list instances names them)"),
     arg(
         "--model",
         help="anthropic:<model>, openai:<base_url>:<model>, llamacpp:<gguf>, replay:<file>, scripted[:<file>] (default: $SWECL_MODEL, else scripted)",
     ),
-    arg("--sandbox", choices=["local", "local-unsafe", "docker"], default="local"),
-    arg("--timeout", type="seconds"),
+    arg("--sandbox", choices=["local", "local-unsafe", "docker"], default="local", help=SANDBOX_HELP),
+    arg("--timeout", type="seconds", help="seconds each command in the sandbox may run, tests included (default: 900)"),
     arg("--compat", action="store_true", help=COMPAT_HELP),
-    arg("--max-steps", type="positive", default=40),
+    arg("--max-steps", type="positive", default=40, help="the agent's budget of model calls"),
     arg("--max-cost", type="amount", help="dollars"),
-    arg("--max-seconds", type="seconds"),
+    arg("--max-seconds", type="seconds", help="the agent's wall-time budget in seconds"),
     arg("--single-shot", action="store_true", help="one prompt (Appendix A), one diff"),
     arg("--trajectory", help="append the trajectory here (JSON lines)"),
     arg("--logs", help="keep the grading log here"),
@@ -357,8 +363,12 @@ def memory_bench(a) -> dict:
 @command(
     "bench",
     "Performance figures: sandbox setup against a fresh clone + venv; memory store and embedders.",
-    arg("what", choices=["sandbox", "memory"]),
-    arg("--dataset", default="mini"),
+    arg(
+        "what",
+        choices=["sandbox", "memory"],
+        help="sandbox: a sandbox's setup time against a fresh clone + venv; memory: the store and the embedders",
+    ),
+    arg("--dataset", default="mini", help="bench sandbox: the tasks to set up; a short name or a file"),
     arg("--sizes", nargs="*", type="size", default=[1e3, 1e4, 1e5], help="memory: store sizes (1e3 or 1000)"),
     arg("--n", type="count", default=0, help="only the first n tasks (0 = all)"),
 )
