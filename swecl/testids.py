@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 # %% auto #0
 __all__ = ['PARAM_INDEX', 'id_spellings', 'with_id_spellings']
@@ -23,14 +24,18 @@ def id_spellings(test_id: str) -> list:
         if len(parts) >= 2:  # a test method: django's runner names it by dotted module and class
             dotted = f"{path[:-3].removeprefix('tests/').replace('/', '.')}.{'.'.join(parts[:-1])}"
             out += [f"{name} ({dotted})", f"{name} ({dotted}.{name})"]
-        out.append(name)  # sympy's bin/test
+        else:  # sympy's parser: `path.py:name` from a failure's header, the bare name from its status line
+            out += [f"{path}:{name}", name]
     return [s for s in dict.fromkeys(out) if s != test_id]
 
 
 def with_id_spellings(expected: list, statuses: dict) -> dict:
     "`statuses` plus, for each expected id missing from it, the status of its first other spelling found."
     out = dict(statuses)
+    names = Counter(t.split("::")[-1] for t in expected if "::" in t)
     for t in expected:
-        if t not in out and (alt := next((s for s in id_spellings(t) if s in statuses), None)):
-            out[t] = statuses[alt]
+        bare = t.split("::")[-1]
+        usable = [s for s in id_spellings(t) if s in statuses and (s != bare or names[bare] == 1)]
+        if t not in out and usable:  # a bare name two expected ids share is not evidence for either
+            out[t] = statuses[usable[0]]
     return out
