@@ -127,7 +127,7 @@ DIFF_FILE = re.compile(r"^diff --git a/(\S+) b/\S+$", re.M)
 
 @cache
 def known_defects() -> dict:
-    "The dataset's known defects: instance id -> {reference, why, sign}."
+    "The dataset's known defects: instance id -> {reference, why, sign, tests}."
     table = json.loads(package_file(KNOWN_DEFECTS).read_text())
     return {k: v for k, v in table.items() if not k.startswith("_")}
 
@@ -144,15 +144,17 @@ def is_test_file(path: str) -> bool:
 
 
 def fix_in_test_patch(test_patch: str) -> str | None:
-    "The test patch's `diff --git` line of the first file it changes that is not a test file."
-    return next((m.group(0) for m in DIFF_FILE.finditer(test_patch or "") if not is_test_file(m.group(1))), None)
+    "The test patch's `diff --git` line of the first Python source file it changes that is not a test file."
+    files = DIFF_FILE.finditer(test_patch or "")
+    return next((m.group(0) for m in files if m.group(1).endswith(".py") and not is_test_file(m.group(1))), None)
 
 
-def defect_evidence(instance_id: str, log: str, resolved: bool = False, patch: str = "", test_patch: str = ""):
-    "(message, evidence line) when a run shows a defect of the dataset, else None."
-    if resolved and not patch.strip() and (line := fix_in_test_patch(test_patch)):
-        return "The tests pass with no patch: the task's test_patch changes a source file, so it carries the fix.", line
+def defect_evidence(instance_id: str, log: str, resolved: bool = False, test_patch: str = "", unpassed=()):
+    "(message, evidence line) when a run shows a defect of the dataset, else None (`unpassed`: expected tests that did not pass)."
+    if line := fix_in_test_patch(test_patch):
+        return "The task's test_patch changes a source file, so it carries the fix: no patch can be graded on it.", line
     d = known_defects().get(instance_id)
-    if resolved or not d or not (line := evidence(log, (d["sign"],))):
+    if resolved or not d or not unpassed or not all(re.search(d["tests"], t) for t in unpassed):
         return None
-    return f"A known defect of the dataset ({d['reference']}): {d['why']}.", line
+    line = evidence(log, (d["sign"],))
+    return (f"A known defect of the dataset ({d['reference']}): {d['why']}.", line) if line else None

@@ -307,7 +307,8 @@ def verdict(
     if not g.resolved and "freetype" in system_libs and (line := evidence.image_evidence(log, g.statuses, expected)):
         msg = "Only image comparisons failed, drawn with the system's FreeType instead of the 2.6.1 the baselines use."
         return mark_infra(g, "system-freetype", msg, line)
-    if known := evidence.defect_evidence(task.instance_id, log, g.resolved, patch, task.test_patch):
+    unpassed = evidence.not_passed(g.statuses, expected)
+    if known := evidence.defect_evidence(task.instance_id, log, g.resolved, task.test_patch, unpassed):
         return mark_infra(g, "upstream-defect", *known)
     if py_sign and not g.resolved:
         g.infra_reason, g.evidence = "python-version", py_sign  # the host's Python, shown by the log
