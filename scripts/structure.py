@@ -56,7 +56,7 @@ LAYERS = [
     ["grading", "bench"],
     ["validation", "regrade", "agent", "single_shot"],
     ["poisoning", "runner"],
-    ["report_parts"],
+    ["report_parts", "estimate"],
     ["report_results"],
     ["report"],
     ["cli_base"],

@@ -6,18 +6,22 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
 
 from . import memory, poisoning, retrieval, runner
 from .cli_base import UsageError, arg, command, frame_text, write_json
+from .datasets import load
+from .estimate import estimate, estimate_text, money
 from .models import ModelSpec
+from .plans import FLAG_KEYS, expand, plan_from_flags
 from .report_results import RETRIEVAL_COLUMNS, run_coverage
 
 # %% auto #0
-__all__ = ['DRIFT_COLUMNS', 'cell_line', 'cmd_run', 'read_drift_table', 'poison_summary', 'drift_line', 'parse_cells',
-           'cmd_poison', 'cmd_retrieval_study']
+__all__ = ['MAX_TOTAL_COST', 'KEY_HELP', 'RUN_FLAGS', 'DRIFT_COLUMNS', 'cell_line', 'check_cost', 'cmd_run', 'read_drift_table',
+           'poison_summary', 'drift_line', 'parse_cells', 'cmd_poison', 'cmd_retrieval_study']
 
 # %% ../nbs/13d_cli_runs.ipynb #8b9daa18
 def cell_line(c: dict) -> str:
@@ -26,29 +30,83 @@ def cell_line(c: dict) -> str:
         return f"{c['cell']}: ERROR {c['error']}"
     return f"{c['cell']}: {c['resolved_first']}/{c['n_tasks']} resolved on first attempt, {c['attempts']} attempts ({c['new']} new)"
 
+# %% ../nbs/13d_cli_runs.ipynb #3139c313
+MAX_TOTAL_COST = 20.0  # USD: a run estimated above it needs --max-total-cost raised
+KEY_HELP = " (sets the plan's {}; default: the plan's)"
+RUN_FLAGS = (  # one per key of plans.FLAG_KEYS
+    arg("--model", metavar="M[,M…]", help="the model(s): anthropic:<model>, openai:<base_url>:<model>, llamacpp:<path.gguf>, replay:<file>, scripted[:<file>]"),
+    arg("--dataset", help="a dataset: a short name (swecl list names them) or a file"),
+    arg("--sequences", metavar="S[,S…]", help="sequence ids or short names (django, sympy), or all"),
+    arg("--conditions", metavar="C[,C…]", help="memory conditions memory[:content]: none, auto:summary, tool:trajectory, oracle:summary, …"),
+    arg("--seeds", metavar="N[,N…]", help="seeds, such as 0,1,2"),
+    arg("--schedule", help="re-tests: sequential (none), final (every task again after the last), full, periodic:k"),
+    arg("--experiment", help="the run's folder under --out (without --plan: named after the dataset)"),
+    arg("--n-samples", type="positive", help="attempts per task"),
+    arg("--max-tasks", type="positive", help="only the first N tasks of each sequence"),
+    arg("--max-steps", type="positive", help="model calls per attempt"),
+    arg("--max-cost", type="amount", help="USD per attempt"),
+    arg("--max-seconds", type="seconds", help="wall time per attempt"),
+    arg("--sandbox", help="where tasks run: local or docker"),
+    arg("--embedder", help="the memory's embedder: hashing, minilm or openai:<base_url>:<model>"),
+    arg("--k", type="positive", help="experiences retrieved per task"),
+    arg("--workers", type="positive", help="with --engine local: cells run at once, each in its own process"),
+)  # fmt: skip
+RUN_FLAGS = tuple(
+    (f, kw | {"help": kw["help"] + KEY_HELP.format(FLAG_KEYS[f[0][2:].replace("-", "_")])}) for f, kw in RUN_FLAGS
+)
+
+# %% ../nbs/13d_cli_runs.ipynb #8f047748
+def check_cost(cost: float | None, cap: float | None) -> None:
+    "`UsageError` when the estimated `cost` is above `cap` (None: `MAX_TOTAL_COST`), or unknown with no cap given."
+    if cost is None and cap is None:
+        raise UsageError(
+            "The cost of this run cannot be estimated (a model has no price in swecl.model_base.PRICES); "
+            "give --max-total-cost to start it anyway."
+        )
+    limit = MAX_TOTAL_COST if cap is None else cap
+    if cost is not None and cost > limit:
+        raise UsageError(
+            f"The estimated cost {money(cost)} exceeds --max-total-cost ${limit:g}; "
+            f"raise --max-total-cost to {math.ceil(cost)} or more to start this run, or see the estimate with --dry-run."
+        )
+
 # %% ../nbs/13d_cli_runs.ipynb #38732f62
 @command(
     "run",
-    "Run a plan: harness validation, retrieval study and agent cells (resumable).",
+    "Run an experiment: from flags (--model, --dataset, …) or a plan; prints the estimate first (resumable).",
     arg(
         "--plan",
-        default="offline",
-        help="a YAML file or a plan name under swecl/data/plans (offline, swe-bench-cl, contextbench-lite)",
+        help="a YAML file or a plan name under swecl/data/plans (offline, swe-bench-cl, contextbench-lite); the flags "
+        "override its keys (default: offline with no flag, swe-bench-cl under flags)",
     ),
+    *RUN_FLAGS,
     arg("--out", default="results", help="the results folder; a run resumes what it already holds"),
-    arg(
-        "--workers", type="positive", default=1, help="with --engine local: cells run at once, each in its own process"
-    ),
     arg(
         "--engine",
         choices=["local", "ray"],
         default="local",
         help="local: cells in this machine's processes; ray: cells as Ray tasks ($RAY_ADDRESS or a local Ray; the ray extra)",
     ),
+    arg("--dry-run", action="store_true", help="print the estimate and stop; nothing is run or written"),
+    arg("--max-total-cost", type="amount", help=f"USD the whole run may be estimated at (default: {MAX_TOTAL_COST:g})"),
 )
 def cmd_run(a):
-    "Validation, retrieval study and cells of the plan; `--json`: the run's summary."
-    r = runner.run_experiment(a.plan, a.out, a.workers, a.engine)
+    "The estimate, then validation, retrieval study and cells of the plan; `--json`: the run's summary (or the estimate)."
+    flags = {k: getattr(a, k) for k in FLAG_KEYS}
+    plan = plan_from_flags(a.plan, flags)
+    bench, workers = load(plan["dataset"]), plan.get("workers") or 1
+    est = estimate(expand(plan, bench), bench, a.out, workers)
+    print(estimate_text(est))
+    if also := [
+        w for k, w in (("validate", "harness validation"), ("retrieval_study", "retrieval study")) if plan.get(k)
+    ]:
+        print(f"also runs: {' and '.join(also)} (no model calls; not in the estimate)")
+    if a.dry_run:
+        write_json(a.json, {"plan": plan, "estimate": est})
+        return
+    check_cost(est["total"]["cost"], a.max_total_cost)
+    given = any(v is not None for v in flags.values())
+    r = runner.run_experiment(plan if given else a.plan or "offline", a.out, workers, a.engine)  # a file: its sha256
     if "validation" in r:
         print(f"harness validation: {r['validation']['as_expected']}/{r['validation']['n']} gradings as expected")
     if "retrieval_rows" in r:
@@ -59,7 +117,7 @@ def cmd_run(a):
         print(cell_line(c))
     if r["cells"] and (cover := run_coverage(Path(a.out), r["experiment"])):
         print(f"coverage: {cover}")
-    write_json(a.json, r)
+    write_json(a.json, r | {"estimate": est})
     if any(c.get("error") for c in r["cells"]):
         raise SystemExit(1)
 

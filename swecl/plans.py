@@ -20,9 +20,10 @@ from .model_base import ModelSpec
 from .models import configured_models
 
 # %% auto #0
-__all__ = ['MAX_COMPONENT', 'PLAN_KEYS', 'BUDGET_KEYS', 'COUNTS', 'RunError', 'safe_component', 'Cell', 'check_number',
-           'check_list', 'check_conditions', 'check_budget', 'check_plan', 'plan_path', 'load_plan', 'plan_sequences',
-           'plan_models', 'expand']
+__all__ = ['MAX_COMPONENT', 'PLAN_KEYS', 'BUDGET_KEYS', 'COUNTS', 'FLAG_KEYS', 'FLAGS_BASE', 'RunError', 'safe_component', 'Cell',
+           'check_number', 'check_list', 'check_conditions', 'check_budget', 'check_plan', 'plan_path', 'load_plan',
+           'sequence_id', 'plan_sequences', 'plan_models', 'expand', 'split_list', 'parse_condition', 'parse_seeds',
+           'apply_flags', 'plan_from_flags']
 
 # %% ../nbs/11a_plans.ipynb #25cc391a
 class RunError(RuntimeError):
@@ -201,17 +202,28 @@ def load_plan(plan) -> dict:
     return check_plan(plan)
 
 # %% ../nbs/11a_plans.ipynb #0ccdef51
+def sequence_id(name: str, ids: list) -> str | None:
+    "The sequence id `name` stands for: itself, or the one id with `name` as a `_`-separated part (`django`); else None."
+    if name in ids:
+        return name
+    hits = [s for s in ids if name in s.split("_")]
+    if len(hits) > 1:
+        raise RunError(f"Sequence {name} is ambiguous: it could be {', '.join(hits)}; give the full id.")
+    return hits[0] if hits else None
+
+
 def plan_sequences(plan: dict, bench) -> list:
-    "The sequence ids a plan names (`all`: every sequence of the dataset); an unknown one is refused."
-    seqs = plan.get("sequences", "all")
-    seq_ids = [s.id for s in bench.sequences] if seqs in (None, "all") else list(seqs)
-    missing = [s for s in seq_ids if s not in {x.id for x in bench.sequences}]
-    if missing:
+    "The sequence ids a plan names (`all`: every sequence of the dataset; a short name: its one match); an unknown one is refused."
+    seqs, ids = plan.get("sequences", "all"), [s.id for s in bench.sequences]
+    if seqs in (None, "all"):
+        return ids
+    found = {s: sequence_id(s, ids) for s in seqs}
+    if missing := [s for s, sid in found.items() if sid is None]:
         raise RunError(
             f"Sequence(s) {', '.join(missing)} are not in {plan['dataset']}; "
-            f"list them with swecl stats --dataset {plan['dataset']}."
+            f"list them with swecl list sequences --dataset {plan['dataset']}."
         )
-    return seq_ids
+    return list(dict.fromkeys(found.values()))
 
 # %% ../nbs/11a_plans.ipynb #f0d2a810
 def plan_models(plan: dict) -> list:
@@ -240,3 +252,74 @@ def expand(plan, bench=None, plan_sha256: str | None = None) -> list:
         for c in plan.get("conditions") or [{"memory": "none"}]
         for seed in plan.get("seeds") or [0]
     ]  # fmt: skip
+
+# %% ../nbs/11a_plans.ipynb #5ea4dea7
+FLAG_KEYS = {  # a flag of `swecl run` (argparse dest) -> the plan key it sets; budget.x is x in the plan's budget
+    "experiment": "experiment", "dataset": "dataset", "sequences": "sequences", "model": "models",
+    "conditions": "conditions", "seeds": "seeds", "schedule": "schedule", "n_samples": "n_samples",
+    "max_tasks": "max_tasks", "max_steps": "budget.max_steps", "max_cost": "budget.max_cost",
+    "max_seconds": "budget.max_seconds", "sandbox": "sandbox", "embedder": "embedder", "k": "k", "workers": "workers",
+}  # fmt: skip
+FLAGS_BASE = "swe-bench-cl"  # the plan the flags start from when no --plan is given
+
+# %% ../nbs/11a_plans.ipynb #98bc4691
+def split_list(text: str, flag: str) -> list:
+    "The items of a comma list (`a,b` or `a, b`); an empty one is `RunError` naming `flag`."
+    items = [x.strip() for x in str(text).split(",") if x.strip()]
+    if not items:
+        raise RunError(f"--{flag} needs at least one item, separated by commas, not {text!r}.")
+    return items
+
+
+def parse_condition(text: str) -> dict:
+    "`auto:summary` -> {memory: auto, content: summary}; `none` -> {memory: none}; an unknown one is `RunError`."
+    memory, _, content = text.partition(":")
+    c = {"memory": memory} | ({"content": content} if content else {})
+    try:
+        MemorySetting(memory, content or "summary")
+    except ValueError as e:
+        raise RunError(
+            f"--conditions: {text!r} is not a condition ({e}); write memory[:content], e.g. auto:summary."
+        ) from None
+    return c
+
+
+def parse_seeds(text: str) -> list:
+    "`0,1,2` -> [0, 1, 2]; anything but whole numbers ≥ 0 is `RunError`."
+    items = split_list(text, "seeds")
+    if not all(s.isdigit() for s in items):
+        raise RunError(f"--seeds takes whole numbers ≥ 0 separated by commas, such as 0,1,2, not {text!r}.")
+    return [int(s) for s in items]
+
+# %% ../nbs/11a_plans.ipynb #b0987630
+def apply_flags(plan: dict, flags: dict) -> dict:
+    "A copy of `plan` with the key of each given flag (`FLAG_KEYS`) set; comma lists are split and parsed."
+    read = dict(
+        sequences=lambda v: "all" if v == "all" else split_list(v, "sequences"),
+        model=lambda v: split_list(v, "model"),
+        conditions=lambda v: [parse_condition(c) for c in split_list(v, "conditions")],
+        seeds=parse_seeds,
+    )
+    out = plan | {"budget": dict(plan.get("budget") or {})}
+    for flag, v in flags.items():
+        if v is None:
+            continue
+        if flag not in FLAG_KEYS:
+            raise RunError(f"--{flag.replace('_', '-')} does not set a plan key; known: {', '.join(FLAG_KEYS)}.")
+        key, v = FLAG_KEYS[flag], read.get(flag, lambda x: x)(v)
+        if key.startswith("budget."):
+            out["budget"][key.split(".", 1)[1]] = v
+        else:
+            out[key] = v
+    return out if out["budget"] else {k: v for k, v in out.items() if k != "budget"}
+
+
+def plan_from_flags(plan=None, flags: dict | None = None) -> dict:
+    "The checked plan of `--plan` (a file, a name or a dict) with the flags applied; no plan: `FLAGS_BASE`, or `offline` when no flag is given."
+    given = {k: v for k, v in (flags or {}).items() if v is not None}
+    if plan is None and not given:
+        return load_plan("offline")
+    base = load_plan(FLAGS_BASE if plan is None else plan)
+    if plan is None and "experiment" not in given:  # named after the dataset: mini, swe-bench-cl, or a file's stem
+        base = base | {"experiment": Path(str(given.get("dataset", base["dataset"]))).name.split(".")[0] or "run"}
+    return check_plan(apply_flags(base, given))
