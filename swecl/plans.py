@@ -279,7 +279,7 @@ def parse_condition(text: str) -> dict:
         MemorySetting(memory, content or "summary")
     except ValueError as e:
         raise RunError(
-            f"--conditions: {text!r} is not a condition ({e}); write memory[:content], e.g. auto:summary."
+            f"--conditions: {text!r} is not a condition ({str(e).rstrip('.')}); write memory[:content], e.g. auto:summary."
         ) from None
     return c
 
