@@ -128,11 +128,12 @@ def validation_summary(records: list, rows: list, joined: list) -> list:
 # %% ../nbs/13c_cli_tasks.ipynb #af7a396a
 def validation_records(a) -> tuple:
     "(records, rows) for the `validate` arguments `a`: merged records without rows, or fresh gradings with their rows."
-    if a.merge:
-        return read_records(a.merge), []
+    if a.merge:  # a record from before definitions were kept was graded under the dataset's own
+        definition = validation.resolved_definition(datasets.load(a.dataset).name)
+        return [{"definition": definition} | r for r in read_records(a.merge)], []
     b, tasks = load_tasks(a.dataset, a.instances, a.repos, a.sequences)
     policies = list(validation.POLICIES) if a.policy == "both" else [a.policy]
-    sandbox, definition = make_sandbox(a.sandbox, b, a.timeout, a.compat), validation.resolved_definition(a.dataset)
+    sandbox, definition = make_sandbox(a.sandbox, b, a.timeout, a.compat), validation.resolved_definition(b.name)
     return validation.validate_policies(tasks, sandbox, policies, a.logs, definition=definition)
 
 # %% ../nbs/13c_cli_tasks.ipynb #7eba76e3

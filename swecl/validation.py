@@ -35,7 +35,7 @@ DEFINITIONS = {"swe-bench": "resolved", "f2p": "f2p_resolved"}  # the Grade fiel
 
 
 def resolved_definition(dataset: str) -> str:
-    "The definition of resolved a dataset's paper uses: SWE-ContextBench's needs the FAIL_TO_PASS tests only."
+    "The definition of resolved a dataset's paper uses (by the loaded benchmark's name): SWE-ContextBench's needs FAIL_TO_PASS only."
     return "f2p" if str(dataset).startswith("contextbench") else "swe-bench"
 
 
@@ -47,9 +47,10 @@ def expected(g: Grade | dict, policy: str | None = None, definition: str | None 
         if isinstance(g, Grade)
         else g
     )
-    if r.get("error"):
-        return None
-    done = bool(r[DEFINITIONS[definition or r.get("definition") or "swe-bench"]])
+    key = DEFINITIONS[definition or r.get("definition") or "swe-bench"]
+    done = bool(r.get(key))
+    if r.get("error") and not (key == "f2p_resolved" and done and r["policy"] == "gold"):
+        return None  # under FAIL_TO_PASS only, a label from elsewhere (PASS_TO_PASS) does not undo a gold pass
     ok = done if r["policy"] == "gold" else not done
     return None if not ok and r.get("infra_reason") else ok
 
