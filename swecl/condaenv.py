@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import yaml
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from swebench.harness.constants import MAP_REPO_TO_ENV_YML_PATHS
 
@@ -18,9 +19,9 @@ from .core import EnvError, iso_time
 from .repos import git_show
 
 # %% auto #0
-__all__ = ['CONDA_TO_PYPI', 'NOT_ON_PYPI', 'SPEC', 'PYTHON_WHEELS', 'NOT_PACKAGES', 'WOULD_INSTALL', 'conda_to_pep508',
-           'translate_environment_yml', 'install_translated', 'environment_requirements', 'left_out_names',
-           'wheel_pins']
+__all__ = ['CONDA_TO_PYPI', 'NOT_ON_PYPI', 'SPEC', 'PYTHON_WHEELS', 'NOT_PACKAGES', 'WOULD_INSTALL', 'NO_WHEEL',
+           'conda_to_pep508', 'translate_environment_yml', 'install_translated', 'environment_requirements',
+           'left_out_names', 'wheel_pins']
 
 # %% ../nbs/03j_condaenv.ipynb #42214006
 CONDA_TO_PYPI = {
@@ -153,29 +154,57 @@ def left_out_names(subs: list) -> list:
 
 # %% ../nbs/03j_condaenv.ipynb #50a6e363
 WOULD_INSTALL = re.compile(r"^ \+ (\S+)==(\S+)$", re.M)  # uv --dry-run's plan
+NO_WHEEL = re.compile(
+    r"has no (usable wheels|wheels with a matching)"
+)  # uv: only an sdist, or wheels for other Pythons
+
+
+def _dry_run(uv, vpy: Path, name: str, requirement: str, extra_args: tuple = ()):
+    "uv's dry-run of installing `requirement` from wheels only (lowest versions first), or None when it did not answer."
+    cmd = [uv, "pip", "install", "--dry-run", "--python", str(vpy), "--no-deps", "--only-binary", name, *extra_args]
+    try:
+        return subprocess.run(
+            [*cmd, "--resolution", "lowest-direct", requirement], capture_output=True, text=True, timeout=300
+        )
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def _lowest_wheel(uv, vpy: Path, requirement: str, name: str, extra_args: tuple = ()) -> str | None:
     "The lowest version satisfying `requirement` that has a wheel for the env of `vpy`, or None."
-    cmd = [uv, "pip", "install", "--dry-run", "--python", str(vpy), "--no-deps", "--only-binary", name]
-    r = subprocess.run(
-        [*cmd, *extra_args, "--resolution", "lowest-direct", requirement], capture_output=True, text=True, timeout=300
-    )
-    found = dict(WOULD_INSTALL.findall(r.stdout + r.stderr)) if r.returncode == 0 else {}
+    r = _dry_run(uv, vpy, name, requirement, extra_args)
+    found = dict(WOULD_INSTALL.findall(r.stdout + r.stderr)) if r and r.returncode == 0 else {}
     return next((v for k, v in found.items() if canonicalize_name(k) == canonicalize_name(name)), None)
+
+
+def _lacks_wheel(uv, vpy: Path, pin: str, name: str, extra_args: tuple = ()) -> bool:
+    "Whether uv says the exact `pin` has no usable wheel here (installed, offline or any other answer: False)."
+    r = _dry_run(uv, vpy, name, pin, extra_args)
+    return bool(r) and r.returncode != 0 and bool(NO_WHEEL.search(r.stdout + r.stderr))
+
+
+def _exact_pin(pin: str) -> tuple[str, str] | None:
+    "(name, version) of a plain `name==X.Y[.Z…]` pin; None for anything else (ranges, ===, wildcards, local or pre-releases)."
+    try:
+        req = Requirement(pin)
+    except InvalidRequirement:
+        return None
+    specs = list(req.specifier)
+    if len(specs) != 1 or specs[0].operator != "==" or not re.fullmatch(r"\d+(\.\d+)+", specs[0].version):
+        return None
+    return req.name, specs[0].version
 
 
 def wheel_pins(uv, vpy: Path, pins: list, extra_args: tuple = ()) -> tuple[list, list]:
     "(the pins to install, substitutions): an exact conda pin without a wheel for this Python moves within its X.Y series."
     out, subs = [], []
     for pin in pins:
-        name, _, version = (s.strip() for s in pin.partition("=="))
-        parts = version.split(".")
-        if not uv or len(parts) < 2 or not parts[1].isdigit() or _lowest_wheel(uv, vpy, pin, name, extra_args):
+        exact = _exact_pin(pin)
+        if not uv or not exact or not _lacks_wheel(uv, vpy, pin, exact[0], extra_args):
             out.append(pin)
             continue
-        series_end = f"{parts[0]}.{int(parts[1]) + 1}"
-        moved = _lowest_wheel(uv, vpy, f"{name}>{version},<{series_end}", name, extra_args)
+        (name, version), parts = exact, exact[1].split(".")
+        moved = _lowest_wheel(uv, vpy, f"{name}>{version},<{parts[0]}.{int(parts[1]) + 1}", name, extra_args)
         out.append(f"{name}=={moved}" if moved else pin)
         if moved:
             why = f"no PyPI wheel of {version} for this Python (conda builds it); the first later {parts[0]}.{parts[1]}.x with one"
