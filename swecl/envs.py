@@ -120,7 +120,7 @@ def swebench_spec(task: Task) -> dict:
         ) from None
 
 # %% ../nbs/03b_envs.ipynb #12fe45d5
-ENV_RECIPE = 7  # bumped when the build changes, so a cached env from an older recipe is not reused
+ENV_RECIPE = 8  # bumped when the build changes, so a cached env from an older recipe is not reused
 COPY_INFIX = "-deps-"  # <env>-deps-<dependency key>: a task env copy (see `_task_env`)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import posixpath
 import re
 import subprocess
 import tomllib
@@ -38,7 +39,9 @@ def requirements_at(gitdir: Path, commit: str, paths: list) -> str:
     base, extra = [], []
     for line in text.split("\n"):
         if line.strip().startswith("-r"):
-            inc = git_show(gitdir, commit, str(Path(p).parent / line.strip()[2:].strip()))
+            inc = git_show(
+                gitdir, commit, posixpath.normpath(posixpath.join(posixpath.dirname(p), line.strip()[2:].strip()))
+            )
             extra += [l for l in (inc or "").split("\n") if not skip(l)]
         elif not skip(line):
             base.append(line)
