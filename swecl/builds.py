@@ -154,20 +154,24 @@ def _freetype_tree(gitdir: Path, dest: Path) -> None:
         raise RuntimeError(f"autogen.sh failed: {(r.stderr or r.stdout).strip()[-200:]}")
 
 
-@cache
 def freetype_source(mirror: str | None = None) -> tuple[Path | None, str]:
     "(FreeType 2.6.1's source tree, prepared once in the cache from a freetype/freetype mirror, or None; a note)."
+    return _freetype_source(mirror or os.environ.get("SWECL_REPO_MIRROR"), str(cache_dir()))
+
+
+@cache  # per mirror folder and cache: a process looks once, and a changed setting is looked at anew
+def _freetype_source(mirror: str | None, cache: str) -> tuple[Path | None, str]:
     fallback = "matplotlib uses the system's FreeType, and its image misses are labelled system-freetype"
     try:
-        gitdir = find_repo(FREETYPE_REPO, [mirror or os.environ.get("SWECL_REPO_MIRROR")])
+        gitdir = find_repo(FREETYPE_REPO, [mirror])
     except SandboxError:
         return None, f"no {FREETYPE_REPO} mirror (fetch it into SWECL_REPO_MIRROR): {fallback}"
     if missing := [t for t in AUTOTOOLS if not shutil.which(t)]:
         return None, f"{', '.join(missing)} not installed (make sysdeps): {fallback}"
     try:
-        path = atomic_dir(cache_dir() / "sources" / f"freetype-{FREETYPE}", partial(_freetype_tree, gitdir))
-    except RuntimeError as e:
-        return None, f"FreeType {FREETYPE} could not be prepared from {gitdir} ({e}): {fallback}"
+        path = atomic_dir(Path(cache) / "sources" / f"freetype-{FREETYPE}", partial(_freetype_tree, gitdir))
+    except Exception as e:  # any failure to prepare it is said, with what happened, never a crash or a silence
+        return None, f"FreeType {FREETYPE} could not be prepared from {gitdir} ({type(e).__name__}: {e}): {fallback}"
     return path / f"freetype-{FREETYPE}", f"matplotlib builds FreeType {FREETYPE} (tag {FREETYPE_TAG} of {gitdir})"
 
 
