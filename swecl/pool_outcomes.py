@@ -27,10 +27,10 @@ def experience_outcome(rec: dict, grading: dict | None, gradable: bool) -> dict:
             "why": (reason or {}).get("pattern", str(reason)) if isinstance(reason, dict) else str(reason),
         }
     if not gradable:
-        return {"label": "not graded", "why": "the instance is not in the gradable set"}
+        return {"label": "not graded", "why": "not validated here: no gradable set given holds the instance"}
     if grading is None:
         return {"label": "not graded", "why": "not graded yet"}
-    if grading.get("error"):
+    if grading.get("error") or grading.get("resolved") is None:
         return {"label": "not graded", "why": f"{grading.get('infra_reason')}: {grading['error']}"}
     return {"label": "resolved" if grading["resolved"] else "unresolved", "f2p_resolved": bool(grading["f2p_resolved"])}
 
