@@ -88,7 +88,8 @@ def left_out_evidence(log: str, statuses: dict, expected: list, left_out) -> str
     if not left_out or not unpassed or any(statuses.get(t) not in NOT_RUN for t in unpassed):
         return None
     names = "|".join(re.escape(n) for n in sorted(left_out, key=len, reverse=True))
-    return evidence(log, [rf"(?i:requires|could not import|no module named|needs)\W+'?(?i:{names})\b"])
+    # the name may come later in the sentence: "cairo backend requires that pycairo>=1.11.0 or cairocffi is installed"
+    return evidence(log, [rf"(?i:requires|could not import|no module named|needs)\b[^\n]*?\b(?i:{names})\b"])
 
 # %% ../nbs/04c_evidence.ipynb #099e4190
 IMAGE_TEST = re.compile(r"\[(png|pdf|svg|eps)\]$")
