@@ -125,10 +125,10 @@ def harness_table(records: list) -> list:
         ok = expected(g), expected(e)
         if ok == (True, True):
             row["both"] += 1
-        elif None in ok:
-            row["infra"][(g if ok[0] is None else e).get("infra_reason") or "infra"] += 1
-        else:
+        elif False in ok:  # one unexplained miss makes the instance unexpected, whatever the other grading's label
             row["unexpected"] += 1
+        else:
+            row["infra"][(g if ok[0] is None else e).get("infra_reason") or "infra"] += 1
     res = sorted(rows.values(), key=lambda r: r["repo"])
     total = {"repo": "total", "infra": sum((r["infra"] for r in res), Counter())}
     total |= {k: sum(r[k] for r in res) for k in ("n", "both", "unexpected", "one policy only")}
@@ -155,8 +155,8 @@ def gradable_record(records: list, dataset: str, note: str = "", tasks: list = (
         if ok == (True, True):
             out["gradable"].append(iid)
             continue
-        bad = g if ok[0] is not True else e
-        label = bad.get("infra_reason") if ok[bad is e] is None else "unexpected"
+        bad = g if ok[0] is False else e if ok[1] is False else g if ok[0] is None else e  # an unexplained miss first
+        label = "unexpected" if False in ok else bad.get("infra_reason")
         why = {k: bad.get(k) for k in ("policy", "error", "evidence")}
         out["other"][iid] = {"repo": bad["repo"], "label": label} | why
     return out
