@@ -5,18 +5,16 @@
 # %% ../nbs/03k_builds.ipynb #49ee5631
 from __future__ import annotations
 
-import io
 import os
 import re
 import shlex
 import shutil
 import subprocess
-import tarfile
 from functools import cache, partial
 from pathlib import Path
 
 from .core import SandboxError, cache_dir
-from .repos import find_repo
+from .repos import extract_tree, find_repo
 from .venvs import atomic_dir
 
 # %% auto #0
@@ -145,10 +143,8 @@ def _freetype_tree(gitdir: Path, dest: Path) -> None:
     "FreeType's tree at the release tag, with the configure script its release tarball ships (from autogen.sh)."
     tree = dest / f"freetype-{FREETYPE}"
     tree.mkdir()
-    tar = subprocess.run(["git", "--git-dir", str(gitdir), "archive", FREETYPE_TAG], capture_output=True)
-    if tar.returncode:
-        raise RuntimeError(f"git archive {FREETYPE_TAG} failed: {tar.stderr.decode(errors='replace').strip()[-200:]}")
-    tarfile.open(fileobj=io.BytesIO(tar.stdout)).extractall(tree, filter="data")
+    if err := extract_tree(gitdir, FREETYPE_TAG, tree):
+        raise RuntimeError(f"git archive {FREETYPE_TAG} failed: {err}")
     r = subprocess.run(["sh", "autogen.sh"], cwd=tree, capture_output=True, text=True)
     if r.returncode or not (tree / "builds" / "unix" / "configure").exists():
         raise RuntimeError(f"autogen.sh failed: {(r.stderr or r.stdout).strip()[-200:]}")
