@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 
 from swecl.core import package_file
-from swecl.pool_outcomes import experience_outcomes, outcome_counts, write_outcomes
+from swecl.pool_outcomes import experience_outcomes, outcome_counts, outcomes_file, write_outcomes
+from swecl.pool_replay import POOL_FILE
 
 
 def main(argv=None):
@@ -26,7 +27,7 @@ def main(argv=None):
         default=[package_file("gradable", "swe-bench-cl.json")],
         help="gradable sets whose ids count as gradable (default: SWE-Bench-CL's)",
     )
-    ap.add_argument("--out", type=Path, default=package_file("pool", "experience-lite.outcomes.json"))
+    ap.add_argument("--out", type=Path, help="default: the package-data file of the pool the records came from")
     args = ap.parse_args(argv)
     recs = [json.loads(line) for line in args.reconstructed.read_text().splitlines() if line.strip()]
     gradings = [r for f in args.gradings for r in json.loads(f.read_text())["records"]]
@@ -36,8 +37,9 @@ def main(argv=None):
         f"reconstructed patches ({args.reconstructed.name}) graded with swecl regrade ({', '.join(f.name for f in args.gradings)}) "
         f"on the instances of {', '.join(f.name for f in args.gradable)}"
     )
-    write_outcomes(args.out, outcomes, method)
-    print(args.out, outcome_counts(outcomes))
+    out = args.out or outcomes_file(POOL_FILE)
+    write_outcomes(out, outcomes, method)
+    print(out, outcome_counts(outcomes))
 
 
 if __name__ == "__main__":

@@ -19,13 +19,13 @@ from .core import JsonlError, cache_dir, package_file, parse_jsonl, sha256_file
 from .curriculum import build_swe_bench_cl
 from .links import load_links
 from .mini import load_mini
+from .pool_outcomes import SUCCESS, read_outcomes
 from .schema import Benchmark, DatasetError, Experience, Sequence, Task, row_error
 
 # %% auto #0
-__all__ = ['KNOWN', 'POOL_OUTCOMES', 'OUTCOME_SUCCESS', 'EVALUATION_METRICS', 'JOINED_FIELDS', 'data_dirs', 'known_checksums',
-           'check_checksum', 'download', 'resolve', 'read_records', 'tasks_from_rows', 'load_swebench', 'pool_outcomes',
-           'load_experience_pool', 'by_repo_sequences', 'load_contextbench', 'cl_file_text', 'join_verified', 'load',
-           'stats_table', 'table1_markdown']
+__all__ = ['KNOWN', 'EVALUATION_METRICS', 'JOINED_FIELDS', 'data_dirs', 'known_checksums', 'check_checksum', 'download',
+           'resolve', 'read_records', 'tasks_from_rows', 'load_swebench', 'load_experience_pool', 'by_repo_sequences',
+           'load_contextbench', 'cl_file_text', 'join_verified', 'load', 'stats_table', 'table1_markdown']
 
 # %% ../nbs/01_datasets.ipynb #52438518
 KNOWN = {
@@ -219,19 +219,9 @@ def _pool_experience(r: dict, eid: str) -> Experience:
     )
 
 # %% ../nbs/01_datasets.ipynb #fbc5eb9a
-POOL_OUTCOMES = "pool"  # package data folder of `<pool name>.outcomes.json` (swecl.pool_outcomes writes them)
-OUTCOME_SUCCESS = {"resolved": True, "unresolved": False}  # unknown and not graded stay None
-
-
-def pool_outcomes(path) -> dict:
-    "experience id -> outcome for the pool file at `path`, from the package data; {} when its patches were never graded."
-    f = package_file(POOL_OUTCOMES, f"{Path(path).name.split('.')[0]}.outcomes.json")
-    return json.loads(f.read_text())["outcomes"] if f.exists() else {}
-
-
 def load_experience_pool(path, outcomes: dict | None = None) -> dict:
     "experience_id -> `Experience` from `experience-lite.jsonl.gz`, with `success` from the pool's graded outcomes."
-    outcomes = pool_outcomes(path) if outcomes is None else outcomes
+    outcomes = read_outcomes(path) if outcomes is None else outcomes
     pool, errors = {}, []
     for i, r in enumerate(read_records(path), 1):
         eid = r.get("experience_instance_id")
@@ -241,7 +231,7 @@ def load_experience_pool(path, outcomes: dict | None = None) -> dict:
             errors.append(row_error(path, i, "trajectory", "is missing or not a list"))
         else:
             pool[eid] = _pool_experience(r, eid)
-            pool[eid].success = OUTCOME_SUCCESS.get(outcomes.get(eid, {}).get("label"))
+            pool[eid].success = SUCCESS.get(outcomes.get(eid, {}).get("label"))
     if errors:
         raise DatasetError("\n".join(errors))
     return pool

@@ -10,8 +10,11 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .core import package_file
+
 # %% auto #0
-__all__ = ['LABELS', 'SUCCESS', 'experience_outcome', 'experience_outcomes', 'outcome_counts', 'write_outcomes']
+__all__ = ['LABELS', 'SUCCESS', 'OUTCOMES_DIR', 'experience_outcome', 'experience_outcomes', 'outcomes_file', 'read_outcomes',
+           'outcome_counts', 'write_outcomes']
 
 # %% ../nbs/15f_pool_outcomes.ipynb #46449893
 LABELS = ("resolved", "unresolved", "unknown", "not graded")
@@ -24,7 +27,7 @@ def experience_outcome(rec: dict, grading: dict | None, gradable: bool) -> dict:
         reason = rec.get("reason")
         return {
             "label": "unknown",
-            "why": (reason or {}).get("pattern", str(reason)) if isinstance(reason, dict) else str(reason),
+            "why": reason.get("pattern", str(reason)) if isinstance(reason, dict) else str(reason),
         }
     if not gradable:
         return {"label": "not graded", "why": "not validated here: no gradable set given holds the instance"}
@@ -45,6 +48,20 @@ def experience_outcomes(reconstructed: list, gradings: list, gradable) -> dict:
     }
 
 # %% ../nbs/15f_pool_outcomes.ipynb #8465368e
+OUTCOMES_DIR = "pool"  # the package-data folder of the outcomes files
+
+
+def outcomes_file(pool_path) -> Path:
+    "The outcomes file of the pool at `pool_path`: `swecl/data/pool/<pool name>.outcomes.json`."
+    return package_file(OUTCOMES_DIR, f"{Path(pool_path).name.split('.')[0]}.outcomes.json")
+
+
+def read_outcomes(pool_path) -> dict:
+    "experience id -> outcome for the pool at `pool_path`; {} when its patches were never graded."
+    f = outcomes_file(pool_path)
+    return json.loads(f.read_text())["outcomes"] if f.exists() else {}
+
+
 def outcome_counts(outcomes: dict) -> dict:
     "How many experiences carry each label, in `LABELS` order."
     c = Counter(v["label"] for v in outcomes.values())
