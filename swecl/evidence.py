@@ -14,9 +14,9 @@ from .core import package_file
 # %% auto #0
 __all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_SIGNS', 'MAX_EVIDENCE', 'network_sign',
            'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'IMAGE_TEST', 'IMAGE_SIGNS',
-           'PATCHED_PATH', 'KNOWN_DEFECTS', 'TEST_DIRS', 'DIFF_FILE', 'evidence', 'last_line', 'not_passed',
-           'left_out_evidence', 'image_evidence', 'patched_file_line', 'absent_evidence', 'known_defects',
-           'is_test_file', 'fix_in_test_patch', 'defect_evidence']
+           'PATCHED_PATH', 'CUT_NOTE', 'KNOWN_DEFECTS', 'TEST_DIRS', 'DIFF_FILE', 'evidence', 'last_line', 'not_passed',
+           'left_out_evidence', 'image_evidence', 'patched_file_line', 'absent_evidence', 'cut_evidence',
+           'known_defects', 'is_test_file', 'fix_in_test_patch', 'defect_evidence']
 
 # %% ../nbs/04c_evidence.ipynb #ecc2b3bb
 NETWORK_SIGNS = (
@@ -119,6 +119,16 @@ def absent_evidence(log: str, absent) -> str | None:
     "The log line naming a file the working copy lacks (left out of a partial mirror), if any."
     names = {p.rsplit("/", 1)[-1] for p in absent or ()}
     return evidence(log, [re.escape(n) for n in sorted(names)]) if names else None
+
+# %% ../nbs/04c_evidence.ipynb #0408d059
+CUT_NOTE = r"^\[\.\.\. \d+ characters cut \.\.\.\]$"  # written by isolation.OutputCap and cut_output
+
+
+def cut_evidence(log: str, statuses: dict, expected: list) -> str | None:
+    "The cut note of a log that lost part of its middle, when some expected test has no status in what was kept."
+    if not any(statuses.get(t) is None for t in expected):
+        return None
+    return evidence(log, [CUT_NOTE])
 
 # %% ../nbs/04c_evidence.ipynb #2c0ab8de
 KNOWN_DEFECTS = "known_defects.json"  # in the package data

@@ -32,11 +32,11 @@ from .schema import Task
 from .testids import with_id_spellings
 
 # %% auto #0
-__all__ = ['APPLY_METHODS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPENDENCY_MSG', 'Grade', 'attempt_verdict', 'mini_test_cmd', 'is_mini',
-           'test_directives', 'base_test_command', 'test_command', 'tox_direct', 'session_test_command', 'parse_log',
-           'test_report', 'patch_files', 'apply_patch', 'apply_step', 'prepare_tests', 'reset_test_files',
-           'apply_test_patch', 'run_tests', 'adds_dependency', 'mark_infra', 'verdict', 'distrust', 'grade_session',
-           'grade']
+__all__ = ['APPLY_METHODS', 'TEST_LOG_CHARS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPENDENCY_MSG', 'Grade', 'attempt_verdict',
+           'mini_test_cmd', 'is_mini', 'test_directives', 'base_test_command', 'test_command', 'tox_direct',
+           'session_test_command', 'parse_log', 'test_report', 'patch_files', 'apply_patch', 'apply_step',
+           'prepare_tests', 'reset_test_files', 'apply_test_patch', 'run_tests', 'adds_dependency', 'mark_infra',
+           'verdict', 'distrust', 'grade_session', 'grade']
 
 # %% ../nbs/04_grading.ipynb #d327c451
 @dataclass
@@ -243,10 +243,13 @@ def apply_test_patch(s: Session, test_patch: str) -> RunResult | None:
     return s.run(f"{SAFE_GIT} apply --verbose -", input=test_patch if test_patch.endswith("\n") else test_patch + "\n")
 
 # %% ../nbs/04_grading.ipynb #baa0dd06
+TEST_LOG_CHARS = 32 << 20  # a test log is kept whole up to here: Django's full suite writes about 3 MB
+
+
 def run_tests(s: Session, task: Task, timeout: float | None = None) -> tuple[str, RunResult, list]:
     "Run the task's tests in `s`: (command, result, notes)."
     cmd, notes = session_test_command(s, task)
-    return cmd, s.run(cmd, timeout=timeout), notes
+    return cmd, s.run(cmd, timeout=timeout, max_output=TEST_LOG_CHARS), notes
 
 # %% ../nbs/04_grading.ipynb #156fae3f
 NEW_DEPENDENCY_FILES = {Path(f) for f in ("setup.py", "setup.cfg", "pyproject.toml", "requirements.txt")}
@@ -291,6 +294,11 @@ def verdict(
     g.f2p_total, g.p2p_total = len(task.FAIL_TO_PASS), len(task.PASS_TO_PASS)
     g.f2p_resolved = g.f2p_passed == g.f2p_total
     g.resolved = g.f2p_resolved and g.p2p_passed == g.p2p_total
+    expected = task.FAIL_TO_PASS + task.PASS_TO_PASS
+    if not g.resolved and (line := evidence.cut_evidence(log, g.statuses, expected)):
+        return mark_infra(
+            g, "log-cut", "Expected tests have no result in the part of the test log that was kept.", line
+        )
     if not g.resolved and (deps or gap):
         return mark_infra(
             g, *(("needs-network", NEW_DEPENDENCY_MSG, deps) if deps else ("mirror-incomplete", gap_msg, gap))
@@ -300,7 +308,6 @@ def verdict(
     if not g.resolved and missing_system and (line := evidence.system_sign(log)):
         msg = f"The host lacks system packages the spec installs: {' '.join(missing_system)} (apt-get install them)."
         return mark_infra(g, "system-package", msg, line)
-    expected = task.FAIL_TO_PASS + task.PASS_TO_PASS
     if not g.resolved and (line := evidence.left_out_evidence(log, g.statuses, expected, left_out)):
         msg = "Tests that did not run need packages the env could not have (conda-only, or not installable here)."
         return mark_infra(g, "package-left-out", msg, line)
