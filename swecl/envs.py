@@ -188,12 +188,14 @@ class EnvPlan:
     pre: list  # the spec's pre_install commands without apt-get (the host's packages are checked instead)
     lifts: dict  # packages that float past the cut-off (the compatibility layer)
     compat: bool
+    python_note: str | None = None  # why the env's Python is not the spec's (a derived spec version)
 
 # %% ../nbs/03b_envs.ipynb #130255a3
 def plan_env(task: Task, gitdir: Path, fetch_python: bool = True, cutoff: bool = True, compat: bool = False) -> EnvPlan:
     "The plan of `task`'s env: the interpreter, the cut-off and the lifts."
     spec = swebench_spec(task)
-    py, mismatch = venvs.find_python(spec.get("python", venvs.host_python()), fetch_python)
+    want, python_note = specversion.derived_python(task, gitdir, spec.get("python", venvs.host_python()))
+    py, mismatch = venvs.find_python(want, fetch_python)
     pyver = venvs.python_version(py)
     setup_commit = task.environment_setup_commit or task.base_commit
     commit_date = git_in(gitdir, "show", "-s", "--format=%cI", setup_commit).stdout.strip()
@@ -204,7 +206,7 @@ def plan_env(task: Task, gitdir: Path, fetch_python: bool = True, cutoff: bool =
         host_compat.harness_lifts(date, spec),
         compat_lifts(date, pyver) if compat else {},
     )
-    return EnvPlan(task, gitdir, spec, py, pyver, mismatch, setup_commit, date, pre, lifts, compat)
+    return EnvPlan(task, gitdir, spec, py, pyver, mismatch, setup_commit, date, pre, lifts, compat, python_note)
 
 # %% ../nbs/03b_envs.ipynb #b6b8c42e
 def _spec_requirements(plan: EnvPlan, tmp: Path) -> tuple[list, list]:
@@ -280,7 +282,7 @@ def _build_swebench(plan: EnvPlan, tmp: Path):
 # %% ../nbs/03b_envs.ipynb #3a27d546
 def _env_notes(plan: EnvPlan, man: dict, missing: list) -> list:
     "Notes on how the env departs from SWE-bench's image (its Python, cut-off, skipped commands, missing packages, layer)."
-    notes = [f"python {man['python']} (spec {man['spec_python']})"]
+    notes = [f"python {man['python']} (spec {man['spec_python']})"] + ([plan.python_note] if plan.python_note else [])
     notes += [f"unpinned requirements resolved as of {man['cutoff']}"] if man["cutoff"] else []
     notes += [f"pre_install not run: {c}" for c in plan.spec.get("pre_install", []) if "apt-get" in c]
     notes += builds.pre_install_steps(plan.task.repo, plan.spec.get("pre_install", []))[1]

@@ -17,8 +17,8 @@ from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS
 from .repos import git_in, git_show
 
 # %% auto #0
-__all__ = ['FILE_PATTERNS', 'RULES', 'READERS', 'Rule', 'major_minor', 'to_spec_key', 'derive_spec_version',
-           'assign_spec_version', 'spec_version_notes']
+__all__ = ['FILE_PATTERNS', 'RULES', 'READERS', 'CLASSIFIER', 'METADATA_FILES', 'Rule', 'major_minor', 'to_spec_key',
+           'derive_spec_version', 'assign_spec_version', 'spec_version_notes', 'declared_python', 'derived_python']
 
 # %% ../nbs/01c_specversion.ipynb #d0149e27
 # Patterns SWE-bench's versioning/constants.py applied to version files (plus pyproject's
@@ -250,3 +250,30 @@ def spec_version_notes(task) -> list:
     return [
         f"spec version {task.extra['spec_version']} derived from the repository: {task.extra['spec_version_source']}"
     ]
+
+# %% ../nbs/01c_specversion.ipynb #c4aa21d6
+CLASSIFIER = re.compile(r"Programming Language :: Python :: (3\.\d+)\b")
+METADATA_FILES = ("setup.py", "setup.cfg", "pyproject.toml")
+
+
+def declared_python(repo: str, gitdir: Path, commit: str) -> tuple[Version | None, str]:
+    "(newest Python 3 the repository declares at `commit`, the file it was read from); (None, why) when none does."
+    rule = RULES.get(repo)
+    for path in METADATA_FILES + (rule.paths if rule and rule.method == "file" else ()):
+        found = CLASSIFIER.findall(git_show(gitdir, commit, path) or "")
+        if found:
+            return max(map(Version, found)), path
+    return None, "no Python classifiers in " + ", ".join(METADATA_FILES)
+
+
+def derived_python(task, gitdir: Path, spec_python: str) -> tuple[str, str | None]:
+    "(the Python `task`'s env asks for, a note when it is not the spec's): older only for a derived spec version."
+    if "spec_version_source" not in task.extra:
+        return spec_python, None
+    newest, source = declared_python(task.repo, gitdir, task.base_commit)
+    if newest is None or newest >= Version(spec_python):
+        return spec_python, None
+    return str(newest), (
+        f"python {newest}, the newest the repository declares at its base commit ({source}), "
+        f"not the spec's {spec_python}: the spec version was derived, and the spec's Python postdates the code"
+    )
