@@ -14,9 +14,9 @@ from .core import package_file
 # %% auto #0
 __all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_SIGNS', 'MAX_EVIDENCE', 'network_sign',
            'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'IMAGE_TEST', 'IMAGE_SIGNS',
-           'PATCHED_PATH', 'CUT_NOTE', 'KNOWN_DEFECTS', 'TEST_DIRS', 'DIFF_FILE', 'evidence', 'last_line', 'not_passed',
-           'left_out_evidence', 'image_evidence', 'patched_file_line', 'absent_evidence', 'cut_evidence',
-           'known_defects', 'is_test_file', 'fix_in_test_patch', 'defect_evidence']
+           'PATCHED_PATH', 'CUT_NOTE', 'SQLITE_SIGNS', 'SQLITE_MSG', 'KNOWN_DEFECTS', 'TEST_DIRS', 'DIFF_FILE',
+           'evidence', 'last_line', 'not_passed', 'left_out_evidence', 'image_evidence', 'patched_file_line',
+           'absent_evidence', 'cut_evidence', 'known_defects', 'is_test_file', 'fix_in_test_patch', 'defect_evidence']
 
 # %% ../nbs/04c_evidence.ipynb #ecc2b3bb
 NETWORK_SIGNS = (
@@ -129,6 +129,10 @@ def cut_evidence(log: str, statuses: dict, expected: list) -> str | None:
     if not any(statuses.get(t) is None for t in expected):
         return None
     return evidence(log, [CUT_NOTE])
+
+# %% ../nbs/04c_evidence.ipynb #d46a6de2
+SQLITE_SIGNS = (r"no such table: (?:\w+\.)?\w+__old\b",)  # Django < 2.1.5 on SQLite >= 3.26
+SQLITE_MSG = "The host's SQLite is newer than this Django supports: table renames leave references to `__old` tables."
 
 # %% ../nbs/04c_evidence.ipynb #2c0ab8de
 KNOWN_DEFECTS = "known_defects.json"  # in the package data

@@ -308,6 +308,8 @@ def verdict(
     if not g.resolved and missing_system and (line := evidence.system_sign(log)):
         msg = f"The host lacks system packages the spec installs: {' '.join(missing_system)} (apt-get install them)."
         return mark_infra(g, "system-package", msg, line)
+    if not g.resolved and (line := evidence.evidence(log, evidence.SQLITE_SIGNS)):
+        return mark_infra(g, "system-sqlite", evidence.SQLITE_MSG, line)
     if not g.resolved and (line := evidence.left_out_evidence(log, g.statuses, expected, left_out)):
         msg = "Tests that did not run need packages the env could not have (conda-only, or not installable here)."
         return mark_infra(g, "package-left-out", msg, line)
