@@ -13,10 +13,12 @@ from .core import package_file
 
 # %% auto #0
 __all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_SIGNS', 'MAX_EVIDENCE', 'network_sign',
-           'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'IMAGE_TEST', 'IMAGE_SIGNS',
-           'PATCHED_PATH', 'CUT_NOTE', 'SQLITE_SIGNS', 'SQLITE_MSG', 'KNOWN_DEFECTS', 'TEST_DIRS', 'DIFF_FILE',
-           'evidence', 'last_line', 'not_passed', 'left_out_evidence', 'image_evidence', 'patched_file_line',
-           'absent_evidence', 'cut_evidence', 'known_defects', 'is_test_file', 'fix_in_test_patch', 'defect_evidence']
+           'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'LEFT_OUT_MSG', 'NOT_IN_SPEC_MSG',
+           'SKIP_REASONS', 'IMAGE_TEST', 'IMAGE_SIGNS', 'FREETYPE_MSG', 'PATCHED_PATH', 'CUT_NOTE', 'LOG_CUT_MSG',
+           'SQLITE_SIGNS', 'SQLITE_MSG', 'KNOWN_DEFECTS', 'TEST_DIRS', 'DIFF_FILE', 'evidence', 'last_line',
+           'not_passed', 'left_out_evidence', 'test_name', 'not_in_spec_evidence', 'image_evidence',
+           'patched_file_line', 'absent_evidence', 'cut_evidence', 'known_defects', 'is_test_file', 'fix_in_test_patch',
+           'defect_evidence']
 
 # %% ../nbs/04c_evidence.ipynb #ecc2b3bb
 NETWORK_SIGNS = (
@@ -91,9 +93,29 @@ def left_out_evidence(log: str, statuses: dict, expected: list, left_out) -> str
     # the name may come later in the sentence: "cairo backend requires that pycairo>=1.11.0 or cairocffi is installed"
     return evidence(log, [rf"(?i:requires|could not import|no module named|needs)\b[^\n]*?\b(?i:{names})\b"])
 
+
+LEFT_OUT_MSG = "Tests that did not run need packages the env could not have (conda-only, or not installable here)."
+NOT_IN_SPEC_MSG = "Expected tests were skipped for a package the SWE-bench spec does not install."
+SKIP_REASONS = r"(?i:not installed|no module named|could not import)"
+
+
+def test_name(test_id: str) -> str:
+    "The test's own name in a pytest node id (`a.py::C::test_x`), a django id (`test_x (m.C)`) or a bare name."
+    return re.split(r"::", test_id)[-1].split(" (")[0].strip()
+
+
+def not_in_spec_evidence(log: str, statuses: dict, expected: list) -> str | None:
+    "The skip line of an expected test, when every one that did not pass did not run and its own line names a package."
+    unpassed = not_passed(statuses, expected)
+    if not unpassed or any(statuses.get(t) not in NOT_RUN for t in unpassed):
+        return None
+    lines = [evidence(log, [rf"^{re.escape(test_name(t))} [^\n]*{SKIP_REASONS}"]) for t in unpassed]
+    return lines[0] if all(lines) else None
+
 # %% ../nbs/04c_evidence.ipynb #099e4190
 IMAGE_TEST = re.compile(r"\[(png|pdf|svg|eps)\]$")
 IMAGE_SIGNS = (r"ImageComparisonFailure: images not close", r"Cannot compare (pdf|svg|eps) files")
+FREETYPE_MSG = "Only image comparisons failed, drawn with the system's FreeType instead of the 2.6.1 the baselines use."
 
 
 def image_evidence(log: str, statuses: dict, expected: list) -> str | None:
@@ -122,6 +144,7 @@ def absent_evidence(log: str, absent) -> str | None:
 
 # %% ../nbs/04c_evidence.ipynb #0408d059
 CUT_NOTE = r"^\[\.\.\. \d+ characters cut \.\.\.\]$"  # written by isolation.OutputCap and cut_output
+LOG_CUT_MSG = "Expected tests have no result in the part of the test log that was kept."
 
 
 def cut_evidence(log: str, statuses: dict, expected: list) -> str | None:

@@ -296,9 +296,7 @@ def verdict(
     g.resolved = g.f2p_resolved and g.p2p_passed == g.p2p_total
     expected = task.FAIL_TO_PASS + task.PASS_TO_PASS
     if not g.resolved and (line := evidence.cut_evidence(log, g.statuses, expected)):
-        return mark_infra(
-            g, "log-cut", "Expected tests have no result in the part of the test log that was kept.", line
-        )
+        return mark_infra(g, "log-cut", evidence.LOG_CUT_MSG, line)
     if not g.resolved and (deps or gap):
         return mark_infra(
             g, *(("needs-network", NEW_DEPENDENCY_MSG, deps) if deps else ("mirror-incomplete", gap_msg, gap))
@@ -311,11 +309,11 @@ def verdict(
     if not g.resolved and (line := evidence.evidence(log, evidence.SQLITE_SIGNS)):
         return mark_infra(g, "system-sqlite", evidence.SQLITE_MSG, line)
     if not g.resolved and (line := evidence.left_out_evidence(log, g.statuses, expected, left_out)):
-        msg = "Tests that did not run need packages the env could not have (conda-only, or not installable here)."
-        return mark_infra(g, "package-left-out", msg, line)
+        return mark_infra(g, "package-left-out", evidence.LEFT_OUT_MSG, line)
+    if not g.resolved and (line := evidence.not_in_spec_evidence(log, g.statuses, expected)):
+        return mark_infra(g, "package-not-in-spec", evidence.NOT_IN_SPEC_MSG, line)
     if not g.resolved and "freetype" in system_libs and (line := evidence.image_evidence(log, g.statuses, expected)):
-        msg = "Only image comparisons failed, drawn with the system's FreeType instead of the 2.6.1 the baselines use."
-        return mark_infra(g, "system-freetype", msg, line)
+        return mark_infra(g, "system-freetype", evidence.FREETYPE_MSG, line)
     unpassed = evidence.not_passed(g.statuses, expected)
     if known := evidence.defect_evidence(task.instance_id, log, g.resolved, task.test_patch, unpassed):
         return mark_infra(g, "upstream-defect", *known)
