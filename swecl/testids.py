@@ -9,7 +9,7 @@ import re
 from collections import Counter
 
 # %% auto #0
-__all__ = ['PARAM_INDEX', 'id_spellings', 'with_id_spellings']
+__all__ = ['PARAM_INDEX', 'FILE_MARK', 'id_spellings', 'with_id_spellings', 'readable_log']
 
 # %% ../nbs/04e_testids.ipynb #7f6b58a5
 PARAM_INDEX = re.compile(r"_(\d+)\]$")  # pytest 8's `x_0`, older pytest's `x0`
@@ -39,3 +39,11 @@ def with_id_spellings(expected: list, statuses: dict) -> dict:
         if t not in out and usable:  # a bare name two expected ids share is not evidence for either
             out[t] = statuses[usable[0]]
     return out
+
+# %% ../nbs/04e_testids.ipynb #625fb7d6
+FILE_MARK = re.compile(r"^(test_\S+ (?:ok|F|E|f|s|X|w))\s+\[(?:OK|FAIL)\]$", re.M)  # sympy: a file's last test
+
+
+def readable_log(repo: str, log: str) -> str:
+    "`log` with the marks a runner appends to test lines removed, so SWE-bench's parser for `repo` reads every status."
+    return FILE_MARK.sub(r"\1", log) if repo == "sympy/sympy" else log
