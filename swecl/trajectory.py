@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.rule import Rule
@@ -23,9 +24,9 @@ from .model_base import ModelError, ModelSpec, price_of
 from .progress import failure_reason
 
 # %% auto #0
-__all__ = ['ID_FORM', 'KIND_NAMES', 'FOLD', 'cell_records', 'cells_under', 'Attempt', 'load_attempt', 'attempt_file', 'matching',
-           'find_attempt', 'model_price', 'usage_by_kind', 'call_text', 'step_items', 'fold', 'verdict', 'facts',
-           'money', 'usage_table', 'step_renderables', 'render', 'show']
+__all__ = ['ID_FORM', 'KIND_NAMES', 'FOLD', 'LIST_COLUMNS', 'cell_records', 'cells_under', 'Attempt', 'load_attempt',
+           'attempt_file', 'matching', 'find_attempt', 'model_price', 'usage_by_kind', 'call_text', 'step_items',
+           'fold', 'verdict', 'facts', 'attempts_frame', 'money', 'usage_table', 'step_renderables', 'render', 'show']
 
 # %% ../nbs/12c_trajectory.ipynb #cde1d4fc
 ID_FORM = "an attempt id such as first-i1-j1-s0 (CELL/ before it when several cells have it) or a task's instance id"
@@ -217,6 +218,29 @@ def facts(a: Attempt) -> list:
     if r.get("retrieved"):
         rows.append(("retrieved", ", ".join(str(x[0] if isinstance(x, list) else x) for x in r["retrieved"])))
     return rows + ([("note", a.note)] if a.note else [])
+
+# %% ../nbs/12c_trajectory.ipynb #0827f310
+LIST_COLUMNS = ["cell", "attempt", "instance_id", "verdict", "reason", "steps", "cost", "seconds"]
+
+
+def attempts_frame(folder) -> pd.DataFrame:
+    "One row per attempt under `folder` (a results, experiment or cell folder): the `LIST_COLUMNS`, then the record."
+    folder, rows = Path(folder), []
+    if not folder.is_dir():
+        raise NotADirectoryError(f"{folder} is not a folder; --list lists the attempts of a results folder.")
+    if not cells_under(folder):
+        raise FileNotFoundError(f"No attempts.jsonl under {folder}; give a results folder that `swecl run` wrote.")
+    for c in cells_under(folder):
+        for aid, r in cell_records(c).items():
+            rel = c.relative_to(folder).as_posix()
+            head = {"cell": "" if rel == "." else rel, "attempt": aid, "instance_id": r.get("instance_id")}
+            rows.append(
+                head
+                | {"verdict": verdict(r), "reason": failure_reason(r) or ""}
+                | {k: r.get(k) for k in LIST_COLUMNS[5:]}
+                | {"record": r}
+            )
+    return pd.DataFrame(rows)
 
 # %% ../nbs/12c_trajectory.ipynb #b74346c9
 def money(v) -> str:
