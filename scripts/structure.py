@@ -58,7 +58,7 @@ LAYERS = [
     ["validation", "regrade", "agent", "single_shot"],
     ["poisoning", "runner"],
     ["report_parts", "estimate", "trajectory"],
-    ["report_results"],
+    ["report_results", "trajectory_html"],
     ["report"],
     ["cli_base"],
     ["cli_data", "cli_tasks", "cli_runs"],
