@@ -26,7 +26,8 @@ from .progress import failure_reason
 # %% auto #0
 __all__ = ['ID_FORM', 'KIND_NAMES', 'FOLD', 'LIST_COLUMNS', 'cell_records', 'cells_under', 'Attempt', 'load_attempt',
            'attempt_file', 'matching', 'find_attempt', 'model_price', 'usage_by_kind', 'call_text', 'step_items',
-           'fold', 'verdict', 'facts', 'attempts_frame', 'money', 'usage_table', 'step_renderables', 'render', 'show']
+           'fold', 'verdict', 'facts', 'attempts_frame', 'cost_text', 'step_tokens', 'usage_table', 'step_renderables',
+           'render', 'show']
 
 # %% ../nbs/12c_trajectory.ipynb #cde1d4fc
 ID_FORM = "an attempt id such as first-i1-j1-s0 (CELL/ before it when several cells have it) or a task's instance id"
@@ -243,8 +244,14 @@ def attempts_frame(folder) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 # %% ../nbs/12c_trajectory.ipynb #b74346c9
-def money(v) -> str:
+def cost_text(v) -> str:
+    "A cost in USD to the hundredth of a cent; ? when unknown."
     return "?" if v is None else f"${v:.4f}"
+
+
+def step_tokens(step: dict) -> int:
+    "The tokens of a step's reply, all kinds."
+    return sum(int(v or 0) for v in ((step.get("reply") or {}).get("usage") or {}).values())
 
 
 def usage_table(rec: dict) -> Table:
@@ -255,7 +262,7 @@ def usage_table(rec: dict) -> Table:
         t.add_row(
             Text(r["kind"]),
             Text(f"{r['tokens']:,}"),
-            Text(money(r["cost"])),
+            Text(cost_text(r["cost"])),
             style="bold" if r["kind"] == "total" else None,
         )
     return t
@@ -263,8 +270,7 @@ def usage_table(rec: dict) -> Table:
 
 def step_renderables(step: dict, full: bool = False) -> list:
     "A step: its rule, the model's text, and each call with its folded output."
-    u = (step.get("reply") or {}).get("usage") or {}
-    out = [Rule(Text(f"step {step.get('step', '?')}  ({sum(int(v or 0) for v in u.values()):,} tokens)"), align="left")]
+    out = [Rule(Text(f"step {step.get('step', '?')}  ({step_tokens(step):,} tokens)"), align="left")]
     if text := ((step.get("reply") or {}).get("text") or "").strip():
         out.append(Text(fold(text, None if full else 20), style="italic"))
     for it in step_items(step):

@@ -19,6 +19,7 @@ __all__ = ['MAX_OUTPUT', 'ENV', 'STYLE', 'PAGE', 'INDEX', 'clip', 'diff_lines', 
 # %% ../nbs/12d_trajectory_html.ipynb #bc523708
 MAX_OUTPUT = 20_000  # characters of one output on a page
 ENV = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
+ENV.filters["cost"] = tj.cost_text
 STYLE = """body{font:14px/1.45 system-ui,sans-serif;max-width:72rem;margin:1.5rem auto;padding:0 1rem;color:#222}
 pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;white-space:pre-wrap;word-break:break-word;margin:.3rem 0}
 pre.error{background:#fff0f0}code{background:#f0f0f0;padding:0 .2rem}th{text-align:left;padding-right:1rem;vertical-align:top}
@@ -46,7 +47,7 @@ PAGE = ENV.from_string("""<!doctype html>
 {% endfor %}</pre>{% else %}<p>(no patch)</p>{% endif %}
 <h2>tokens and cost by kind</h2>
 <table><tr><th>kind</th><th>tokens</th><th>cost</th></tr>
-{% for u in usage %}<tr><td>{{ u.kind }}</td><td>{{ "{:,}".format(u.tokens) }}</td><td>{{ "?" if u.cost is none else "$%.4f" % u.cost }}</td></tr>
+{% for u in usage %}<tr><td>{{ u.kind }}</td><td>{{ "{:,}".format(u.tokens) }}</td><td>{{ u.cost | cost }}</td></tr>
 {% endfor %}</table>
 </body></html>
 """)
@@ -87,7 +88,7 @@ def page_html(a: tj.Attempt, index: str | None = None) -> str:
     "The attempt's page; `index`: the link back to the index of all attempts."
     steps = [
         {"n": s.get("step", "?"), "text": ((s.get("reply") or {}).get("text") or "").strip(), "items": [page_item(it) for it in tj.step_items(s)],
-         "tokens": f"{sum(int(v or 0) for v in ((s.get('reply') or {}).get('usage') or {}).values()):,}"}
+         "tokens": f"{tj.step_tokens(s):,}"}
         for s in a.steps
     ]  # fmt: skip
     return PAGE.render(
@@ -104,7 +105,7 @@ INDEX = ENV.from_string("""<!doctype html>
 <table><tr><th>attempt</th><th>task</th><th>verdict</th><th>reason</th><th>steps</th><th>cost</th></tr>
 {% for r in rows %}<tr><td><a href="{{ r.href }}">{{ r.attempt }}</a></td><td>{{ r.instance_id }}</td>
 <td class="{{ 'ok' if r.verdict == 'RESOLVED' else 'bad' }}">{{ r.verdict }}</td><td>{{ r.reason }}</td><td>{{ r.steps }}</td>
-<td>{{ "?" if r.cost is none else "$%.4f" % r.cost }}</td></tr>
+<td>{{ r.cost | cost }}</td></tr>
 {% endfor %}</table>
 {% endfor %}
 </body></html>
