@@ -56,9 +56,10 @@ def failure_reason(r: dict) -> str | None:
     return "; ".join(parts)
 
 # %% ../nbs/09b_progress.ipynb #939c3453
-def draws_bars(stream) -> bool:
-    "Whether progress bars are drawn on `stream`: a terminal, written by the main process (not a worker)."
-    return bool(getattr(stream, "isatty", lambda: False)()) and mp.current_process().name == "MainProcess"
+def draws_bars(stream, process: str | None = None) -> bool:
+    "Whether bars are drawn on `stream`: a terminal, written by the main process (`process`: this one's name)."
+    main = (process or mp.current_process().name) == "MainProcess"
+    return bool(getattr(stream, "isatty", lambda: False)()) and main
 
 
 def eta_text(seconds: float | None) -> str:
@@ -69,13 +70,13 @@ def eta_text(seconds: float | None) -> str:
 class CellProgress:
     "Progress of one cell's attempts on `stream` (stderr): a bar in a terminal, else a plain line every `every` seconds."
 
-    def __init__(self, name: str, total: int, enabled: bool = True, stream=None, every: float = 60.0):
+    def __init__(self, name: str, total: int, enabled: bool = True, stream=None, every: float = 60.0, bars=None):
         self.name, self.total, self.enabled, self.every = name, total, enabled, every
         self.stream = sys.stderr if stream is None else stream
         self.done = self.resolved = 0
         self.cost, self.t0 = 0.0, time.time()
         self.last = self.t0
-        bars = enabled and total > 0 and draws_bars(self.stream)
+        bars = enabled and total > 0 and (draws_bars(self.stream) if bars is None else bars)  # None: as draws_bars
         self.bar = tqdm(total=total, desc=name[:40], unit="attempt", file=self.stream) if bars else None
 
     def eta(self) -> float | None:

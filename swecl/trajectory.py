@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,10 +25,10 @@ from .model_base import ModelError, ModelSpec, price_of
 from .progress import failure_reason
 
 # %% auto #0
-__all__ = ['ID_FORM', 'KIND_NAMES', 'FOLD', 'LIST_COLUMNS', 'cell_records', 'cells_under', 'Attempt', 'load_attempt',
+__all__ = ['ID_FORM', 'KIND_NAMES', 'FOLD', 'CONTROL', 'LIST_COLUMNS', 'cell_records', 'cells_under', 'Attempt', 'load_attempt',
            'attempt_file', 'matching', 'find_attempt', 'model_price', 'usage_by_kind', 'call_text', 'step_items',
-           'fold', 'verdict', 'facts', 'attempts_frame', 'cost_text', 'step_tokens', 'usage_table', 'step_renderables',
-           'render', 'show']
+           'printable', 'fold', 'verdict', 'facts', 'attempts_frame', 'cost_text', 'step_tokens', 'usage_table',
+           'step_renderables', 'render', 'show']
 
 # %% ../nbs/12c_trajectory.ipynb #cde1d4fc
 ID_FORM = "an attempt id such as first-i1-j1-s0 (CELL/ before it when several cells have it) or a task's instance id"
@@ -181,11 +182,17 @@ def step_items(step: dict) -> list:
 
 # %% ../nbs/12c_trajectory.ipynb #ccad752e
 FOLD = (12, 4, 400)  # head lines, tail lines, characters per line
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but newline and tab
+
+
+def printable(text: str) -> str:
+    "`text` with control characters (terminal escapes, carriage returns) written out as \\xNN."
+    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", (text or "").replace("\r\n", "\n"))
 
 
 def fold(text: str, head: int | None = FOLD[0], tail: int = FOLD[1], width: int = FOLD[2]) -> str:
     "`text` with the lines between the first `head` and the last `tail` folded into one, and long lines cut."
-    lines = (text or "").splitlines()
+    lines = printable(text).splitlines()
     if head is None:
         return "\n".join(lines)
     lines = [s if len(s) <= width else s[:width] + f"… ({len(s) - width} more characters)" for s in lines]
