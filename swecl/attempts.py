@@ -15,7 +15,7 @@ from .core import read_jsonl
 
 # %% auto #0
 __all__ = ['ATTEMPT_FIELDS', 'ATTEMPT_CHECKS', 'ATTEMPT_TYPES', 'attempt_problem', 'infra_label', 'attempt_key',
-           'checked_attempts', 'read_attempts', 'left_out']
+           'checked_attempts', 'attempt_id', 'record_id', 'read_attempts', 'left_out']
 
 # %% ../nbs/09a_attempts.ipynb #acd50ef5
 ATTEMPT_FIELDS = ("sequence_id", "j", "kind", "resolved")
@@ -77,6 +77,16 @@ def checked_attempts(records, where: str, lines=None) -> list:
             seen[k] = r, n
             out.append(r)
     return out
+
+# %% ../nbs/09a_attempts.ipynb #9ebb2083
+def attempt_id(kind: str, i: int | None, j: int, sample: int | None = 0) -> str:
+    "The name of one attempt inside its cell, e.g. first-i3-j3-s0; a first or zero-shot attempt without i uses j."
+    return f"{kind}-i{j if i is None else i}-j{j}-s{sample or 0}"
+
+
+def record_id(r: dict) -> str:
+    "`attempt_id` of an attempt record."
+    return attempt_id(r["kind"], r.get("i"), r["j"], r.get("sample"))
 
 # %% ../nbs/09a_attempts.ipynb #f30dc2cb
 def read_attempts(path) -> list[dict]:

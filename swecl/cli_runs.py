@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import memory, poisoning, retrieval, runner
+from . import memory, poisoning, retrieval, runner, trajectory
 from .cli_base import UsageError, arg, command, frame_text, write_json
 from .datasets import load
 from .estimate import estimate, estimate_text, money
@@ -21,7 +21,7 @@ from .report_results import RETRIEVAL_COLUMNS, run_coverage
 
 # %% auto #0
 __all__ = ['MAX_TOTAL_COST', 'KEY_HELP', 'RUN_FLAGS', 'DRIFT_COLUMNS', 'cell_line', 'check_cost', 'cmd_run', 'read_drift_table',
-           'poison_summary', 'drift_line', 'parse_cells', 'cmd_poison', 'cmd_retrieval_study']
+           'poison_summary', 'drift_line', 'parse_cells', 'cmd_poison', 'cmd_retrieval_study', 'cmd_show']
 
 # %% ../nbs/13d_cli_runs.ipynb #8b9daa18
 def cell_line(c: dict) -> str:
@@ -242,3 +242,29 @@ def cmd_retrieval_study(a):
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         df.to_csv(a.out, index=False)
     write_json(a.json, df.to_dict("records"))
+
+# %% ../nbs/13d_cli_runs.ipynb #09880608
+@command(
+    "show",
+    "Render one attempt in the terminal: its steps, tool calls, outputs (folded), final diff, verdict, and tokens and cost by kind.",
+    arg(
+        "path",
+        help="an attempt's trajectory file (CELL/trajectories/ID.jsonl), or a results, experiment or cell folder",
+    ),
+    arg("attempt", nargs="?", help=f"with a folder: {trajectory.ID_FORM}"),
+    arg("--full", action="store_true", help="show every line of every output (default: long outputs are folded)"),
+    arg("--list", action="store_true", help="with a folder: list its attempts and their names instead"),
+)
+def cmd_show(a):
+    "The attempt in the terminal; `--json`: its record, tokens and cost by kind, and trajectory steps (or the list)."
+    if a.list:
+        df = trajectory.attempts_frame(a.path)
+        print(frame_text(df[trajectory.LIST_COLUMNS], 4, width=200))
+        write_json(a.json, df.drop(columns="record").to_dict("records"))
+        return
+    att = trajectory.find_attempt(a.path, a.attempt)
+    trajectory.show(att, full=a.full)
+    usage = trajectory.usage_by_kind(att.record)
+    write_json(
+        a.json, {"name": att.name, "record": att.record, "usage_by_kind": usage, "steps": att.steps, "note": att.note}
+    )

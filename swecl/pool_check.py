@@ -163,7 +163,9 @@ def write_reconstruction(
 ) -> tuple[list[dict], dict | None, str]:
     """Replay the pool into out_dir/reconstructed.jsonl and check it into out_dir/sanity.json."""
     out_dir = Path(out_dir)
-    records = reconstruct_pool(pool_path, mirrors, new_file_rule, progress=lambda rows: tqdm(rows, desc="sessions"))
+    records = reconstruct_pool(
+        pool_path, mirrors, new_file_rule, progress=lambda rows: tqdm(rows, desc="sessions", disable=None)
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     with (out_dir / "reconstructed.jsonl").open("w") as f:
         for r in records:
@@ -172,6 +174,8 @@ def write_reconstruction(
         return records, None, summary_line(records, None)
     with open(lite_path) as f:
         lite = {row["instance_id"]: row for row in map(json.loads, f)}
-    result = sanity(records, lite, mirrors, out_dir / "tmp", progress=lambda rows: tqdm(rows, desc="checks"))
+    result = sanity(
+        records, lite, mirrors, out_dir / "tmp", progress=lambda rows: tqdm(rows, desc="checks", disable=None)
+    )
     (out_dir / "sanity.json").write_text(json.dumps(result, indent=1))
     return records, result, summary_line(records, result)

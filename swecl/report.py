@@ -16,6 +16,7 @@ from . import datasets, similarity
 from .report_parts import Section, md_table
 from .report_results import results_sections
 from .schema import Benchmark
+from .trajectory_html import trajectory_section
 
 # %% auto #0
 __all__ = ['AUTHORS_SIMILARITY_FILES', 'anchor', 'write_index', 'as_benchmark', 'dataset_section', 'authors_similarity',
@@ -148,9 +149,11 @@ def similarity_section(out: Path, dataset="swe-bench-cl", all_pairs: bool = True
 def render(
     results="results", out="reports", dataset: str = "swe-bench-cl", all_pairs: bool = True, n_resamples: int = 1000
 ) -> Path:
-    "Every section of the report and its index into `out`; returns the path of `out/README.md`."
+    "Every section of the report (the trajectory pages last) and its index into `out`; returns the path of `out/README.md`."
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     bench = datasets.load(dataset)  # loaded once, shared by the dataset sections
     sections = [dataset_section(out, bench), similarity_section(out, bench, all_pairs=all_pairs)]
-    return write_index(out, sections + results_sections(out, Path(results).resolve(), n_resamples))
+    results = Path(results).resolve()
+    sections += results_sections(out, results, n_resamples)
+    return write_index(out, sections + [s for s in [trajectory_section(out, results)] if s])

@@ -22,6 +22,7 @@ from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
 from .agent import AgentConfig, solve
+from .attempts import attempt_id
 from .core import InfraError, append_jsonl, ensure_manifest, read_jsonl, sha256_file
 from .datasets import load
 from .experience import experience_from_attempt
@@ -30,6 +31,7 @@ from .metrics import retest_plan
 from .model_base import ModelSpec
 from .models import make_model
 from .plans import Cell, RunError, expand, load_plan, plan_path, safe_component
+from .progress import CellProgress, draws_bars
 from .retrieval import default_sets, retrieval_study
 from .sandbox import sandbox_for
 from .schema import Task
@@ -220,7 +222,7 @@ def run_attempt(
     t = tasks[j - 1]
     exclude = {t.instance_id} if kind == "retest" and cell.exclude_self else set()
     ctx, retrieved = mem.context_for(t, exclude, cell.sequence_id)
-    traj = st.dir / "trajectories" / f"{kind}-i{i}-j{j}-s{s}.jsonl"
+    traj = st.dir / "trajectories" / f"{attempt_id(*key)}.jsonl"
     traj.unlink(missing_ok=True)
     extra = [mem.tool(t)] if cell.setting.is_tool else None
     r = solve(t, model, sandbox, cfg, ctx or None, traj, log_dir=st.dir / "logs", extra_tools=extra)
@@ -253,17 +255,18 @@ def run_cell(
     summarizer = model if cell.spec.is_language_model else None
     cfg = AgentConfig(max_steps=cell.max_steps, max_cost=cell.max_cost, max_seconds=cell.max_seconds)
     with CellStore(out, cell, bench.sha256) as st:
-        mem = cell_memory(cell, st.dir, bench, progress)
+        mem = cell_memory(cell, st.dir, bench, progress and draws_bars(sys.stderr))
         restore_memory(mem, st.attempts, tasks, cell, summarizer)
         todo, streak = [a for a in attempt_order(len(tasks), cell.n_samples, cell.schedule) if a not in st.done()], 0
-        for key in tqdm(todo, desc=cell.id[:50], disable=not progress, unit="attempt"):
-            rec = run_attempt(cell, st, mem, model, sandbox, cfg, tasks, key, summarizer)
-            streak = streak + 1 if is_model_error(rec) else 0
-            if streak >= max_model_errors:
-                raise RunError(
-                    f"Cell {cell.id} stopped after {streak} attempts in a row could not use the model {cell.model} "
-                    f"(last error: {rec['error']}); fix the model or its server and run again to resume."
-                )
+        with CellProgress(cell.id, len(todo), progress) as bar:  # a bar in a terminal, else plain lines
+            for key in todo:
+                bar.update(rec := run_attempt(cell, st, mem, model, sandbox, cfg, tasks, key, summarizer))
+                streak = streak + 1 if is_model_error(rec) else 0
+                if streak >= max_model_errors:
+                    raise RunError(
+                        f"Cell {cell.id} stopped after {streak} attempts in a row could not use the model "
+                        f"{cell.model} (last error: {rec['error']}); fix the model or its server and run again to resume."
+                    )
         valid = [a for a in st.attempts if not is_model_error(a)]
         return {
             "cell": cell.id, "dir": str(st.dir), "attempts": len(valid), "new": len(todo), "n_tasks": len(tasks),
@@ -272,9 +275,9 @@ def run_cell(
         }  # fmt: skip
 
 # %% ../nbs/11_runner.ipynb #854be803
-def _run_cell_safe(cell: Cell, out: str, bench=None) -> dict:
+def _run_cell_safe(cell: Cell, out: str, bench=None, progress: bool = False) -> dict:
     try:
-        return run_cell(cell, out, progress=False, bench=bench)
+        return run_cell(cell, out, progress=progress, bench=bench)
     except Exception as e:  # an infrastructure failure (e.g. a corrupt memory store) keeps its label
         failed = {"cell": cell.id, "error": f"{type(e).__name__}: {e}"}
         return failed | ({"infra_reason": e.reason} if isinstance(e, InfraError) else {})
@@ -328,12 +331,13 @@ def run_cells(
         return run_cells_ray(cells, out, progress, bench)
     if engine != "local":
         raise RunError(f"Unknown engine {engine!r}; use local or ray.")
+    quiet = not progress or None  # None: tqdm draws its bar only in a terminal
     if workers <= 1:
-        return [_run_cell_safe(c, str(out), bench) for c in tqdm(cells, desc="cells", disable=not progress)]
+        return [_run_cell_safe(c, str(out), bench, progress) for c in tqdm(cells, desc="cells", disable=quiet)]
     ctx = mp.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)) as ex:
-        futs = [ex.submit(_run_cell_safe, c, str(out), bench) for c in cells]  # pickled across the process boundary
-        return [f.result() for f in tqdm(as_completed(futs), total=len(futs), desc="cells", disable=not progress)]
+        futs = [ex.submit(_run_cell_safe, c, str(out), bench, progress) for c in cells]  # pickled to the workers
+        return [f.result() for f in tqdm(as_completed(futs), total=len(futs), desc="cells", disable=quiet)]
 
 # %% ../nbs/11_runner.ipynb #76f33b70
 def run_plan(plan, out: str | Path = "results", workers: int = 1, engine: str = "local", progress: bool = True) -> list:
