@@ -15,8 +15,8 @@ from .core import package_file
 __all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_SIGNS', 'MAX_EVIDENCE', 'network_sign',
            'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'LEFT_OUT_MSG', 'NOT_IN_SPEC_MSG',
            'SKIP_REASONS', 'IMAGE_TEST', 'IMAGE_SIGNS', 'FREETYPE_MSG', 'PATCHED_PATH', 'CUT_NOTE', 'LOG_CUT_MSG',
-           'SQLITE_SIGNS', 'SQLITE_MSG', 'KNOWN_DEFECTS', 'TEST_DIRS', 'DIFF_FILE', 'evidence', 'last_line',
-           'not_passed', 'left_out_evidence', 'test_name', 'not_in_spec_evidence', 'image_evidence',
+           'SQLITE_SIGNS', 'SQLITE_MSG', 'KNOWN_DEFECTS', 'TEST_DIRS', 'LIBRARY_TEST_DIRS', 'DIFF_FILE', 'evidence',
+           'last_line', 'not_passed', 'left_out_evidence', 'test_name', 'not_in_spec_evidence', 'image_evidence',
            'patched_file_line', 'absent_evidence', 'cut_evidence', 'known_defects', 'is_test_file', 'fix_in_test_patch',
            'defect_evidence']
 
@@ -160,6 +160,7 @@ SQLITE_MSG = "The host's SQLite is newer than this Django supports: table rename
 # %% ../nbs/04c_evidence.ipynb #2c0ab8de
 KNOWN_DEFECTS = "known_defects.json"  # in the package data
 TEST_DIRS = {"test", "tests", "testing"}
+LIBRARY_TEST_DIRS = ("django/test/",)  # a test framework the project ships: library code, not tests
 DIFF_FILE = re.compile(r"^diff --git a/(\S+) b/\S+$", re.M)
 
 
@@ -171,9 +172,9 @@ def known_defects() -> dict:
 
 
 def is_test_file(path: str) -> bool:
-    "A test file by its place or name (a test folder, test_*.py, *_test.py, tests.py, conftest.py)."
+    "A test file by its place or name (a test folder, test_*.py, *_test.py, tests.py, conftest.py); not `django/test/`."
     *folders, name = path.split("/")
-    return (
+    return not path.startswith(LIBRARY_TEST_DIRS) and (
         bool(TEST_DIRS & set(folders))
         or name.startswith("test_")
         or name in ("tests.py", "conftest.py")
