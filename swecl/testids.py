@@ -9,7 +9,8 @@ import re
 from collections import Counter
 
 # %% auto #0
-__all__ = ['PARAM_INDEX', 'FILE_MARK', 'id_spellings', 'with_id_spellings', 'readable_log']
+__all__ = ['PARAM_INDEX', 'FILE_MARK', 'DOCSTRING_RESULT', 'RUNNER_STATUS', 'id_spellings', 'with_id_spellings', 'readable_log',
+           'docstring_statuses']
 
 # %% ../nbs/04e_testids.ipynb #7f6b58a5
 PARAM_INDEX = re.compile(r"_(\d+)\]$")  # pytest 8's `x_0`, older pytest's `x0`
@@ -47,3 +48,14 @@ FILE_MARK = re.compile(r"^(test_\S+ (?:ok|F|E|f|s|X|w))\s+\[(?:OK|FAIL)\]$", re.
 def readable_log(repo: str, log: str) -> str:
     "`log` with the marks a runner appends to test lines removed, so SWE-bench's parser for `repo` reads every status."
     return FILE_MARK.sub(r"\1", log) if repo == "sympy/sympy" else log
+
+# %% ../nbs/04e_testids.ipynb #159afd33
+DOCSTRING_RESULT = re.compile(r"^(test\w* \([\w.]+\))\n[^\n]*? \.\.\. (ok|FAIL|ERROR|skipped\b)", re.M)
+RUNNER_STATUS = {"ok": "PASSED", "FAIL": "FAILED", "ERROR": "ERROR", "skipped": "SKIPPED"}
+
+
+def docstring_statuses(repo: str, log: str) -> dict:
+    "django: the status of each test printed with its docstring, keyed by the test's own name."
+    if repo != "django/django":
+        return {}
+    return {m.group(1): RUNNER_STATUS[m.group(2)] for m in DOCSTRING_RESULT.finditer(log)}
