@@ -14,11 +14,11 @@ from .core import package_file
 # %% auto #0
 __all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_SIGNS', 'MAX_EVIDENCE', 'network_sign',
            'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'LEFT_OUT_MSG', 'NOT_IN_SPEC_MSG',
-           'SKIP_REASONS', 'IMAGE_TEST', 'IMAGE_SIGNS', 'FREETYPE_MSG', 'PATCHED_PATH', 'CUT_NOTE', 'LOG_CUT_MSG',
-           'SQLITE_SIGNS', 'SQLITE_MSG', 'KNOWN_DEFECTS', 'TEST_DIRS', 'LIBRARY_TEST_DIRS', 'DIFF_FILE', 'evidence',
-           'last_line', 'not_passed', 'left_out_evidence', 'test_name', 'not_in_spec_evidence', 'image_evidence',
-           'patched_file_line', 'absent_evidence', 'cut_evidence', 'known_defects', 'is_test_file', 'fix_in_test_patch',
-           'defect_evidence']
+           'SKIP_REASONS', 'DATABASE_MSG', 'DATABASE_SKIPS', 'IMAGE_TEST', 'IMAGE_SIGNS', 'FREETYPE_MSG',
+           'PATCHED_PATH', 'CUT_NOTE', 'LOG_CUT_MSG', 'SQLITE_SIGNS', 'SQLITE_MSG', 'KNOWN_DEFECTS', 'TEST_DIRS',
+           'LIBRARY_TEST_DIRS', 'DIFF_FILE', 'evidence', 'last_line', 'not_passed', 'left_out_evidence', 'test_name',
+           'skip_evidence', 'image_evidence', 'patched_file_line', 'absent_evidence', 'cut_evidence', 'known_defects',
+           'is_test_file', 'fix_in_test_patch', 'defect_evidence']
 
 # %% ../nbs/04c_evidence.ipynb #ecc2b3bb
 NETWORK_SIGNS = (
@@ -97,6 +97,10 @@ def left_out_evidence(log: str, statuses: dict, expected: list, left_out) -> str
 LEFT_OUT_MSG = "Tests that did not run need packages the env could not have (conda-only, or not installable here)."
 NOT_IN_SPEC_MSG = "Expected tests were skipped for a package the SWE-bench spec does not install."
 SKIP_REASONS = r"(?i:not installed|no module named|could not import)"
+DATABASE_MSG = (
+    "Expected tests were skipped: they need a database server SWE-bench's spec does not run (it tests on SQLite)."
+)
+DATABASE_SKIPS = r"skipped '[^'\n]*(?:PostgreSQL|MySQL|Oracle|PostGIS)"  # django's runner
 
 
 def test_name(test_id: str) -> str:
@@ -104,12 +108,12 @@ def test_name(test_id: str) -> str:
     return re.split(r"::", test_id)[-1].split(" (")[0].strip()
 
 
-def not_in_spec_evidence(log: str, statuses: dict, expected: list) -> str | None:
-    "The skip line of an expected test, when every one that did not pass did not run and its own line names a package."
+def skip_evidence(log: str, statuses: dict, expected: list, reasons: str = SKIP_REASONS) -> str | None:
+    "The skip line of an expected test, when every one that did not pass did not run and its own line gives `reasons`."
     unpassed = not_passed(statuses, expected)
     if not unpassed or any(statuses.get(t) not in NOT_RUN for t in unpassed):
         return None
-    lines = [evidence(log, [rf"^{re.escape(test_name(t))} [^\n]*{SKIP_REASONS}"]) for t in unpassed]
+    lines = [evidence(log, [rf"^{re.escape(test_name(t))} [^\n]*{reasons}"]) for t in unpassed]
     return lines[0] if all(lines) else None
 
 # %% ../nbs/04c_evidence.ipynb #099e4190

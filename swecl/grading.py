@@ -310,8 +310,10 @@ def verdict(
         return mark_infra(g, "system-sqlite", evidence.SQLITE_MSG, line)
     if not g.resolved and (line := evidence.left_out_evidence(log, g.statuses, expected, left_out)):
         return mark_infra(g, "package-left-out", evidence.LEFT_OUT_MSG, line)
-    if not g.resolved and (line := evidence.not_in_spec_evidence(log, g.statuses, expected)):
+    if not g.resolved and (line := evidence.skip_evidence(log, g.statuses, expected)):
         return mark_infra(g, "package-not-in-spec", evidence.NOT_IN_SPEC_MSG, line)
+    if not g.resolved and (line := evidence.skip_evidence(log, g.statuses, expected, evidence.DATABASE_SKIPS)):
+        return mark_infra(g, "needs-database", evidence.DATABASE_MSG, line)
     if not g.resolved and "freetype" in system_libs and (line := evidence.image_evidence(log, g.statuses, expected)):
         return mark_infra(g, "system-freetype", evidence.FREETYPE_MSG, line)
     unpassed = evidence.not_passed(g.statuses, expected)
