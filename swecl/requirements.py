@@ -20,8 +20,8 @@ from .core import EnvError
 from .repos import git_in, git_show
 
 # %% auto #0
-__all__ = ['DEPENDENCY_FILES', 'REQUIRES_OF', 'requirements_at', 'setup_requires', 'build_requires', 'dependency_key', 'req_name',
-           'split_pins', 'offline_install', 'project_requirements']
+__all__ = ['DEPENDENCY_FILES', 'LEGACY_CLAUSE', 'REQUIRES_OF', 'requirements_at', 'setup_requires', 'build_requires',
+           'dependency_key', 'req_name', 'split_pins', 'offline_install', 'project_requirements']
 
 # %% ../nbs/03g_requirements.ipynb #a60869b3
 def requirements_at(gitdir: Path, commit: str, paths: list) -> str:
@@ -88,9 +88,15 @@ def req_name(req: str) -> str:
     return re.match(r"\s*([A-Za-z0-9_.\-]+)", req).group(1).lower()
 
 # %% ../nbs/03g_requirements.ipynb #cbf43e9b
+# A clause whose version starts with a letter is pip's legacy scheme: django's `pytz > dev` meant any release (legacy
+# "dev" sorted below every number). PEP 440 tools refuse it, so it is dropped and the name kept.
+LEGACY_CLAUSE = re.compile(r"\s*,?\s*(?:[<>]=?|[!=~]=)\s*[A-Za-z]\w*(?=\s*(?:[,;]|$))")
+
+
 def split_pins(reqs: list) -> tuple[list, list]:
     "Exact pins (`name==x`) and the rest (resolved as of the task's date)."
     reqs = [re.sub(r"\s+#.*$", "", r).strip() for r in reqs if r.strip() and not r.strip().startswith("#")]
+    reqs = [LEGACY_CLAUSE.sub("", r) for r in reqs]
     pinned = [r for r in reqs if re.match(r"^[A-Za-z0-9_.\-\[\],]+==[^,;]+$", r)]
     return pinned, [r for r in reqs if r not in pinned]
 
