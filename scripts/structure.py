@@ -28,6 +28,7 @@ LAYERS = [
         "shellparse",
         "pool_edits",
         "pool_outcomes",
+        "embcache",
     ],
     [
         "models",
@@ -55,7 +56,9 @@ LAYERS = [
     ["datasets", "envs", "memory", "pool_replay"],
     ["envcache", "sandbox", "retrieval", "plans", "pool_check"],
     ["grading", "bench"],
+    ["gradecache"],
     ["validation", "regrade", "agent", "single_shot"],
+    ["studies"],
     ["poisoning", "runner"],
     ["report_parts", "estimate", "trajectory"],
     ["report_results", "trajectory_html"],

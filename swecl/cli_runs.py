@@ -108,7 +108,8 @@ def cmd_run(a):
     given = any(v is not None for v in flags.values())
     r = runner.run_experiment(plan if given else a.plan or "offline", a.out, workers, a.engine)  # a file: its sha256
     if "validation" in r:
-        print(f"harness validation: {r['validation']['as_expected']}/{r['validation']['n']} gradings as expected")
+        cached = f" ({v['cached']} read from the grade cache)" if (v := r["validation"]).get("cached") else ""
+        print(f"harness validation: {v['as_expected']}/{v['n']} gradings as expected{cached}")
     if "retrieval_rows" in r:
         print(f"retrieval study: {r['retrieval_rows']} rows")
     if not r["cells"]:

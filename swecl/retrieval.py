@@ -154,7 +154,7 @@ def retrieval_study(
     rows = []
     for e in tqdm(embedders, desc="retrieval study", disable=not progress):
         for rs in sets:
-            rows += study_rows(rs, e, n_resamples, seed)
+            rows += study_rows(rs, e, n_resamples, seed, progress)  # the embedding's own bar inside
     return pd.DataFrame(rows)
 
 # %% ../nbs/08a_retrieval.ipynb #11156535

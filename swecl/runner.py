@@ -32,17 +32,15 @@ from .model_base import ModelSpec
 from .models import make_model
 from .plans import Cell, RunError, expand, load_plan, plan_path, safe_component
 from .progress import CellProgress, draws_bars
-from .retrieval import default_sets, retrieval_study
 from .sandbox import sandbox_for
 from .schema import Task
-from .validation import validate_policies
+from .studies import retrieval_table, validate_plan
 
 # %% auto #0
 __all__ = ['CHECKED', 'MODEL_ERROR_STOP', 'PR_SET_PDEATHSIG', 'NO_MODEL', 'model_sha256', 'check_provenance', 'is_model_error',
            'has_patch', 'expected_predictions', 'sync_predictions', 'CellStore', 'cell_tasks', 'attempt_order',
            'cell_memory', 'restore_memory', 'attempt_record', 'run_attempt', 'run_cell', 'run_cells_ray',
-           'watch_parent', 'die_with_parent', 'run_cells', 'run_plan', 'validate_plan', 'retrieval_table',
-           'run_experiment']
+           'watch_parent', 'die_with_parent', 'run_cells', 'run_plan', 'run_experiment']
 
 # %% ../nbs/11_runner.ipynb #963fdd11
 CHECKED = {"dataset_sha256": "dataset", "model_sha256": "model file"}  # provenance that must not change on resume
@@ -347,28 +345,6 @@ def run_plan(plan, out: str | Path = "results", workers: int = 1, engine: str = 
     bench = load(plan["dataset"])
     cells = expand(plan, bench, sha)
     return run_cells(cells, out, workers, engine, progress, bench) if cells else []
-
-# %% ../nbs/11_runner.ipynb #d6d14ed1
-def validate_plan(plan: dict, bench, exp: Path, progress: bool = True) -> dict:
-    "The harness validation of a plan's dataset (gold and empty patches) into `exp/validation.json`; counts."
-    sandbox = plan.get("sandbox", "local")
-    recs, rows = validate_policies(
-        bench.tasks, sandbox_for(sandbox, bench), log_dir=exp / "validation-logs", progress=progress
-    )
-    (exp / "validation.json").write_text(
-        json.dumps({"dataset": plan["dataset"], "sandbox": sandbox, "records": recs}, indent=1)
-    )
-    return {"n": len(recs), "as_expected": sum(r["expected"] for r in rows)}
-
-# %% ../nbs/11_runner.ipynb #892e2f08
-def retrieval_table(embedders: list, exp: Path, progress: bool = True) -> int | None:
-    "The retrieval-quality study with these embedders into `exp/retrieval.csv`; its rows (None: no data to study)."
-    sets = default_sets()
-    if not sets:
-        return None
-    df = retrieval_study([make_embedder(e) for e in embedders], sets, progress=progress)
-    df.to_csv(exp / "retrieval.csv", index=False)
-    return len(df)
 
 # %% ../nbs/11_runner.ipynb #882f9072
 NO_MODEL = (

@@ -6,19 +6,27 @@
 from __future__ import annotations
 
 import csv
+import hashlib
+import json
+import os
 import random
+import tempfile
+from importlib import metadata
 from itertools import combinations
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
 from sklearn.feature_extraction.text import TfidfVectorizer
 from tqdm.auto import tqdm
 
+from .core import cache_dir, package_file
 from .schema import DIFFICULTY_NAMES, Benchmark, DatasetError, Sequence, row_error
 
 # %% auto #0
 __all__ = ['AUTHORS_GROUP_NAMES', 'SIMILARITY_COLUMNS', 'jaccard', 'tfidf_cosine', 'candidate_pairs', 'sample_pairs', 'all_pairs',
-           'pairs_from_csv', 'similarity_table', 'averages', 'similarity_histograms']
+           'pairs_from_csv', 'similarity_table', 'similarity_key', 'similarity_table_cached', 'averages',
+           'similarity_histograms']
 
 # %% ../nbs/02_similarity.ipynb #212fff49
 def jaccard(a: str, b: str) -> float:
@@ -100,6 +108,32 @@ def similarity_table(pairs: list, progress: bool = False, names: dict = DIFFICUL
         vals += [jaccard(a.patch, b.patch), tfidf_cosine(a.patch, b.patch)]
         rows.append(dict(zip(SIMILARITY_COLUMNS, vals)))
     return pd.DataFrame(rows, columns=SIMILARITY_COLUMNS)
+
+# %% ../nbs/02_similarity.ipynb #a561a14b
+def similarity_key(pairs: list, names: dict = DIFFICULTY_NAMES) -> str:
+    "What a similarity table is a function of: the pairs' ids, difficulties and patches, the names, this code."
+    h = hashlib.sha256(package_file().parent.joinpath("similarity.py").read_bytes())
+    h.update(f"scikit-learn=={metadata.version('scikit-learn')}".encode())
+    h.update(json.dumps(names, sort_keys=True, default=str).encode())
+    for a, b in pairs:
+        h.update(
+            json.dumps([a.repo, a.instance_id, b.instance_id, a.difficulty, b.difficulty, a.patch, b.patch]).encode()
+        )
+    return h.hexdigest()
+
+
+def similarity_table_cached(pairs: list, progress: bool = False, names: dict = DIFFICULTY_NAMES, folder=None):
+    "`similarity_table`, read from the cache when these exact pairs were scored by this code before."
+    path = Path(folder or cache_dir() / "similarity") / f"{similarity_key(pairs, names)}.parquet"
+    if path.is_file():
+        return pd.read_parquet(path)
+    df = similarity_table(pairs, progress, names)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    os.close(fd)
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, path)  # atomic: a concurrent report never reads half a table
+    return df
 
 # %% ../nbs/02_similarity.ipynb #8aa15c05
 def averages(df: pd.DataFrame, by=None) -> pd.DataFrame:

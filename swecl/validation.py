@@ -12,6 +12,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from .core import package_file
+from .gradecache import GradeCache
 from .grading import Grade, grade
 from .schema import Task
 
@@ -56,12 +57,18 @@ def expected(g: Grade | dict, policy: str | None = None, definition: str | None 
 
 # %% ../nbs/04a_validation.ipynb #20a6e39d
 def validate(
-    tasks: list, policy: str, sandbox, log_dir=None, progress: bool = True, timeout: float | None = None
+    tasks: list,
+    policy: str,
+    sandbox,
+    log_dir=None,
+    progress: bool = True,
+    timeout: float | None = None,
+    cache: GradeCache | None = None,
 ) -> list:
-    "Grade every task under `policy` ('gold' or 'empty'); a task with an unsafe id is labelled, not graded."
-    out = []
+    "Grade every task under `policy` ('gold' or 'empty'), through `cache` if given; a task with an unsafe id is labelled, not graded."
+    out, grader = [], cache.grade if cache else grade
     for task in tqdm(tasks, desc=f"validate {policy}", disable=not progress, unit="task"):
-        g = grade(task, policy_patch(task, policy), sandbox, timeout=timeout, log_dir=log_dir)  # labels unsafe ids
+        g = grader(task, policy_patch(task, policy), sandbox, timeout=timeout, log_dir=log_dir)  # labels unsafe ids
         out.append(g)
     return out
 
@@ -97,11 +104,12 @@ def validate_policies(
     progress: bool = True,
     timeout: float | None = None,
     definition: str = "swe-bench",
+    cache: GradeCache | None = None,
 ) -> tuple[list, list]:
     "(records, table rows): one JSON record per grading (policy, repo, definition, `Grade.record()`) and rows per repository."
     records, rows = [], []
     for pol in policies:
-        grades = validate(tasks, pol, sandbox, Path(log_dir) / pol if log_dir else None, progress, timeout)
+        grades = validate(tasks, pol, sandbox, Path(log_dir) / pol if log_dir else None, progress, timeout, cache)
         rows += validation_table(grades, tasks, pol, definition)
         records += [
             {"policy": pol, "repo": t.repo, "definition": definition} | g.record() for t, g in zip(tasks, grades)
