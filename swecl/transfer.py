@@ -31,8 +31,8 @@ from .runner import MODEL_ERROR_STOP, CellStore, attempt_order, cell_memory, cel
 from .sandbox import sandbox_for
 
 # %% auto #0
-__all__ = ['SOURCE_FILE', 'slug', 'TransferCell', 'transfer_pairs', 'expand_transfer', 'FrozenMemory', 'source_dir',
-           'source_memory', 'run_transfer_cell', 'run_transfer_cells', 'run_transfer']
+__all__ = ['SOURCE_FILE', 'slug', 'TransferCell', 'condition_label', 'transfer_pairs', 'expand_transfer', 'FrozenMemory',
+           'source_dir', 'source_memory', 'run_transfer_cell', 'run_transfer_cells', 'run_transfer']
 
 # %% ../nbs/11c_transfer.ipynb #d5a9cd24
 def slug(text, n: int = 60) -> str:
@@ -64,6 +64,11 @@ class TransferCell(Cell):
         "The ordinary cell of the source sequence whose memory this cell reads."
         same = {f.name: getattr(self, f.name) for f in dataclasses.fields(Cell)}
         return Cell(**same | {"sequence_id": self.source_sequence_id, "schedule": "final"})
+
+
+def condition_label(cell: Cell) -> str:
+    "The memory condition of a cell as the estimate shows it; a transfer cell's names the sequence of its memory."
+    return cell.setting.label + (f" from {cell.source_sequence_id}" if isinstance(cell, TransferCell) else "")
 
 # %% ../nbs/11c_transfer.ipynb #30de72ec
 def transfer_pairs(plan: dict, bench) -> list:
