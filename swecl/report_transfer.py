@@ -5,6 +5,7 @@
 # %% ../nbs/12e_report_transfer.ipynb #ace6c615
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -73,7 +74,7 @@ def transfer_row(g: pd.DataFrame, base: pd.DataFrame, n_resamples: int, seed: in
         "unpaired": int(len(ok(g)) - n), "left_out": int(g.infra.notna().sum()),
     }  # fmt: skip
 
-
+# %% ../nbs/12e_report_transfer.ipynb #8119ed75
 def transfer_table(rows: pd.DataFrame, n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
     "One row per experiment × model × condition × (source, target): see `transfer_row`."
     base, out = rows[rows.source.isna()], []
@@ -88,7 +89,7 @@ def short_names(ids: list) -> list:
     short = [i.removesuffix("_sequence").split("_")[-1] or i for i in ids]
     return short if len(set(short)) == len(short) else list(ids)
 
-
+# %% ../nbs/12e_report_transfer.ipynb #aa7b82ef
 def transfer_matrix(table: pd.DataFrame) -> tuple:
     "(sequence ids, delta matrix with rows = source, columns = target; NaN where not measured)."
     seqs = sorted(set(table.source) | set(table.target))
@@ -105,25 +106,25 @@ def square_text(r) -> str:
     ci = "" if np.isnan(r.delta_lo) else f"\n[{r.delta_lo:+.2f}, {r.delta_hi:+.2f}]"
     return f"{r.delta:+.2f}{ci}\n{r.resolved}/{r.n} vs {r.none_resolved}/{r.n}"
 
-
+# %% ../nbs/12e_report_transfer.ipynb #f5661620
 def transfer_figure(table: pd.DataFrame, path, title: str = "") -> Path:
     "The transfer heatmap of one experiment × model × condition: rows source A, columns target B, colour delta."
     seqs, a = transfer_matrix(table)
     k, at = len(seqs), {s: i for i, s in enumerate(seqs)}
     cmap = plt.get_cmap("RdBu").copy()
-    cmap.set_bad("#e6e6e6")
-    fig, ax = plt.subplots(figsize=(2.0 + 1.5 * k, 1.4 + 1.3 * k))
+    cmap.set_bad("#c8c8c8")
+    fig, ax = plt.subplots(figsize=(3.0 + 1.5 * k, 1.6 + 1.3 * k))
     im = ax.imshow(np.ma.masked_invalid(a), cmap=cmap, vmin=-1, vmax=1)
     for r in table.itertuples():
         ax.text(at[r.target], at[r.source], square_text(r), ha="center", va="center", fontsize=7)
     for i in range(k):
-        ax.text(i, i, "same\nsequence", ha="center", va="center", fontsize=7, color="#777777")
+        ax.text(i, i, "same\nsequence", ha="center", va="center", fontsize=7, color="#555555")
     names = short_names(seqs)
     ax.set_xticks(range(k), names, rotation=30 if k > 3 else 0, ha="right" if k > 3 else "center")
     ax.set_yticks(range(k), names)
     ax.set_xlabel("target B (evaluated on)")
     ax.set_ylabel("source A (memory from)")
-    ax.set_title(title, fontsize=8)
+    ax.set_title(textwrap.fill(title, 60), fontsize=8)  # a long model string wraps instead of pushing the labels out
     fig.colorbar(im, ax=ax, fraction=0.046).set_label("Δ resolved rate on B vs memory none")
     return save_figure(fig, path)
 
@@ -136,9 +137,11 @@ def transfer_section(out: Path, results, n_resamples: int = 1000, offline: bool 
     t, files = transfer_table(rows, n_resamples), ["transfer.csv"]
     t.to_csv(Path(out) / "transfer.csv", index=False)
     for (exp, model, cond), g in t.groupby(["experiment", "model", "condition"]):
-        name = f"transfer_{slug(exp, 40)}__{slug(model, 40)}__{slug(cond, 30)}.png"
-        files.append(transfer_figure(g, Path(out) / name, f"{exp} · {model} · memory {cond} (from A) vs none").name)
+        label = ModelSpec.parse(model).label
+        name = f"transfer_{slug(exp, 40)}__{slug(label, 40)}__{slug(cond, 30)}.png"
+        files.append(transfer_figure(g, Path(out) / name, f"{exp} · {label} · memory {cond} from A vs none").name)
     show = t.assign(
+        model=[ModelSpec.parse(m).label for m in t.model],
         source=[short_names([s])[0] for s in t.source], target=[short_names([s])[0] for s in t.target],
         rate=[ci_text(r.rate, r.rate_lo, r.rate_hi) for r in t.itertuples()],
         none_rate=[ci_text(r.none_rate, r.none_lo, r.none_hi) for r in t.itertuples()],

@@ -39,7 +39,7 @@ def slug(text, n: int = 60) -> str:
     "`text` as a short folder-name part (as `Cell.id` spells sequences and models)."
     return re.sub(r"[^A-Za-z0-9._]+", "-", str(text)).strip("-")[:n]
 
-
+# %% ../nbs/11c_transfer.ipynb #05afb8f5
 @dataclass
 class TransferCell(Cell):
     "A cell evaluated on `sequence_id` (the target) with the frozen memory of `source_sequence_id`'s own cell."
@@ -65,7 +65,7 @@ class TransferCell(Cell):
         same = {f.name: getattr(self, f.name) for f in dataclasses.fields(Cell)}
         return Cell(**same | {"sequence_id": self.source_sequence_id, "schedule": "final"})
 
-
+# %% ../nbs/11c_transfer.ipynb #41206c08
 def condition_label(cell: Cell) -> str:
     "The memory condition of a cell as the estimate shows it; a transfer cell's names the sequence of its memory."
     return cell.setting.label + (f" from {cell.source_sequence_id}" if isinstance(cell, TransferCell) else "")
@@ -130,12 +130,12 @@ class FrozenMemory(Memory):
     def remember(self, e) -> list:
         return []
 
-
+# %% ../nbs/11c_transfer.ipynb #75f1d01f
 def source_dir(cell: TransferCell, out) -> Path:
     "The folder of the transfer cell's source cell under results folder `out`."
     return Path(out) / safe_component(cell.experiment, "experiment") / safe_component(cell.source().id, "cell id")
 
-
+# %% ../nbs/11c_transfer.ipynb #c7d11c3d
 def source_memory(cell: TransferCell, out, bench, into: Path) -> dict:
     "Copy the finished source cell's memory into `into/memory` once; the record in `into/source.json`."
     if (into / SOURCE_FILE).is_file() and (into / "memory").is_dir():
@@ -209,7 +209,7 @@ def _run_transfer_safe(cell: TransferCell, out: str, bench=None, progress: bool 
         failed = {"cell": cell.id, "error": f"{type(e).__name__}: {e}"}
         return failed | ({"infra_reason": e.reason} if isinstance(e, InfraError) else {})
 
-
+# %% ../nbs/11c_transfer.ipynb #36daca24
 def run_transfer_cells(cells: list, out="results", workers: int = 1, progress: bool = True, bench=None) -> list:
     "Run transfer cells here or in `workers` spawned processes; one summary per cell ('error' for a failed one)."
     quiet = not progress or None
@@ -224,7 +224,7 @@ def run_transfer_cells(cells: list, out="results", workers: int = 1, progress: b
         futs = [ex.submit(_run_transfer_safe, c, str(out), bench, progress) for c in cells]
         return [f.result() for f in tqdm(as_completed(futs), total=len(futs), desc="transfer cells", disable=quiet)]
 
-
+# %% ../nbs/11c_transfer.ipynb #3c3cc236
 def run_transfer(plan, out="results", workers: int = 1, progress: bool = True) -> list:
     "The transfer cells of a plan whose ordinary cells have run (`runner.run_experiment`); one summary per cell."
     sha = sha256_file(p) if (p := plan_path(plan)) else None
