@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import memory, poisoning, retrieval, runner, trajectory
+from . import memory, poisoning, retrieval, runner, trajectory, transfer
 from .cli_base import UsageError, arg, command, frame_text, write_json
 from .datasets import load
 from .estimate import estimate, estimate_text, money
@@ -50,6 +50,7 @@ RUN_FLAGS = (  # one per key of plans.FLAG_KEYS
     arg("--embedder", help="the memory's embedder: hashing, minilm or openai:<base_url>:<model>"),
     arg("--k", type="positive", help="experiences retrieved per task"),
     arg("--workers", type="positive", help="with --engine local: cells run at once, each in its own process"),
+    arg("--transfer", metavar="all|A:B[,A:B…]", help="cross-repository transfer: B evaluated with the memory of A's cell, for every ordered pair of the sequences (all) or the source:target pairs given; needs the none condition and auto or tool"),
 )  # fmt: skip
 RUN_FLAGS = tuple(
     (f, kw | {"help": kw["help"] + KEY_HELP.format(FLAG_KEYS[f[0][2:].replace("-", "_")])}) for f, kw in RUN_FLAGS
@@ -95,7 +96,10 @@ def cmd_run(a):
     flags = {k: getattr(a, k) for k in FLAG_KEYS}
     plan = plan_from_flags(a.plan, flags)
     bench, workers = load(plan["dataset"]), plan.get("workers") or 1
-    est = estimate(expand(plan, bench), bench, a.out, workers)
+    tcells = transfer.expand_transfer(plan, bench)  # a plan that cannot measure transfer is refused here
+    if tcells and a.engine != "local":
+        raise UsageError("Transfer cells run with --engine local only; use it, or drop the plan's transfer.")
+    est = estimate(expand(plan, bench) + tcells, bench, a.out, workers)
     print(estimate_text(est))
     if also := [
         w for k, w in (("validate", "harness validation"), ("retrieval_study", "retrieval study")) if plan.get(k)
@@ -106,7 +110,9 @@ def cmd_run(a):
         return
     check_cost(est["total"]["cost"], a.max_total_cost)
     given = any(v is not None for v in flags.values())
-    r = runner.run_experiment(plan if given else a.plan or "offline", a.out, workers, a.engine)  # a file: its sha256
+    src = plan if given else a.plan or "offline"  # a file: its sha256 goes into the manifests
+    r = runner.run_experiment(src, a.out, workers, a.engine)
+    r["cells"] += transfer.run_transfer(src, a.out, workers) if tcells else []  # after the cells they read
     if "validation" in r:
         cached = f" ({v['cached']} read from the grade cache)" if (v := r["validation"]).get("cached") else ""
         print(f"harness validation: {v['as_expected']}/{v['n']} gradings as expected{cached}")

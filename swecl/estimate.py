@@ -15,6 +15,7 @@ import pandas as pd
 
 from .model_base import ModelSpec, price_of
 from .runner import attempt_order, cell_tasks, is_model_error
+from .transfer import condition_label
 
 # %% auto #0
 __all__ = ['POOL_FILE', 'TOKENS', 'PRIORS', 'PRIOR_SOURCE', 'LOCAL_URL', 'measure_priors', 'prices', 'records', 'observed',
@@ -128,7 +129,7 @@ def estimate(cells: list, bench, out=None, workers: int = 1) -> dict:
         fig = per_model.setdefault(c.model, per_attempt(c.spec, out))
         one = capped(fig, c)
         rows.append(
-            {"cell": c.id, "model": c.spec.label, "condition": c.setting.label, "seed": c.seed, "sequence": c.sequence_id,
+            {"cell": c.id, "model": c.spec.label, "condition": condition_label(c), "seed": c.seed, "sequence": c.sequence_id,
              "tasks": len(cell_tasks(c, bench)), "attempts": len(order), "retests": sum(k == "retest" for k, *_ in order),
              "to_run": todo} | {k: None if v is None else v * todo for k, v in one.items()}
         )  # fmt: skip

@@ -21,9 +21,9 @@ from .models import configured_models
 
 # %% auto #0
 __all__ = ['MAX_COMPONENT', 'PLAN_KEYS', 'BUDGET_KEYS', 'COUNTS', 'FLAG_KEYS', 'FLAGS_BASE', 'RunError', 'safe_component', 'Cell',
-           'check_number', 'check_list', 'check_conditions', 'check_budget', 'check_plan', 'plan_path', 'load_plan',
-           'sequence_id', 'plan_sequences', 'plan_models', 'expand', 'split_list', 'parse_condition', 'parse_seeds',
-           'apply_flags', 'plan_from_flags']
+           'check_number', 'check_list', 'check_conditions', 'check_budget', 'check_transfer', 'check_plan',
+           'plan_path', 'load_plan', 'sequence_id', 'plan_sequences', 'plan_models', 'expand', 'split_list',
+           'parse_condition', 'parse_seeds', 'parse_transfer', 'apply_flags', 'plan_from_flags']
 
 # %% ../nbs/11a_plans.ipynb #25cc391a
 class RunError(RuntimeError):
@@ -87,6 +87,7 @@ class Cell:
 PLAN_KEYS = {
     "experiment", "dataset", "sequences", "models", "conditions", "seeds", "schedule", "n_samples", "budget", "sandbox",
     "embedder", "k", "max_context_tokens", "max_tasks", "exclude_self", "validate", "retrieval_study", "workers",
+    "transfer",
 }  # fmt: skip
 BUDGET_KEYS = {"max_steps", "max_cost", "max_seconds"}
 COUNTS = {"n_samples": 1, "k": 1, "max_context_tokens": 1, "max_tasks": 1, "workers": 1}  # key -> least value
@@ -136,6 +137,15 @@ def check_budget(plan: dict) -> None:
         if b.get(k) is not None:
             check_number(b[k], f"budget.{k}", 0, integer=False)
 
+# %% ../nbs/11a_plans.ipynb #990f2ffe
+def check_transfer(plan: dict) -> None:
+    "The plan's transfer: `all` or a non-empty list of [source, target] pairs of names; else `RunError`."
+    v = plan.get("transfer")
+    if v is None or v == "all":
+        return
+    is_pair = lambda p: isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) and x for x in p)
+    check_list(plan, "transfer", is_pair, "[source, target] pairs of sequence ids (or all)")
+
 # %% ../nbs/11a_plans.ipynb #3467bb84
 def check_plan(plan) -> dict:
     "The plan when every key is known and well-formed; else `RunError` with one sentence."
@@ -170,6 +180,7 @@ def check_plan(plan) -> dict:
             check_number(plan[k], k, least)
     check_budget(plan)
     check_conditions(plan)
+    check_transfer(plan)
     try:
         parse_schedule(plan.get("schedule", "final"))
     except ValueError as e:
@@ -259,6 +270,7 @@ FLAG_KEYS = {  # a flag of `swecl run` (argparse dest) -> the plan key it sets; 
     "conditions": "conditions", "seeds": "seeds", "schedule": "schedule", "n_samples": "n_samples",
     "max_tasks": "max_tasks", "max_steps": "budget.max_steps", "max_cost": "budget.max_cost",
     "max_seconds": "budget.max_seconds", "sandbox": "sandbox", "embedder": "embedder", "k": "k", "workers": "workers",
+    "transfer": "transfer",
 }  # fmt: skip
 FLAGS_BASE = "swe-bench-cl"  # the plan the flags start from when no --plan is given
 
@@ -291,6 +303,18 @@ def parse_seeds(text: str) -> list:
         raise RunError(f"--seeds takes whole numbers ≥ 0 separated by commas, such as 0,1,2, not {text!r}.")
     return [int(s) for s in items]
 
+
+def parse_transfer(text: str) -> str | list:
+    "`all` -> all; `textkit:minicalc,minicalc:textkit` -> [[textkit, minicalc], …]; a malformed pair is `RunError`."
+    if text == "all":
+        return "all"
+    pairs = [p.split(":") for p in split_list(text, "transfer")]
+    if not all(len(p) == 2 and all(x.strip() for x in p) for p in pairs):
+        raise RunError(
+            f"--transfer takes all or source:target pairs separated by commas, such as a:b,b:a, not {text!r}."
+        )
+    return [[x.strip() for x in p] for p in pairs]
+
 # %% ../nbs/11a_plans.ipynb #b0987630
 def apply_flags(plan: dict, flags: dict) -> dict:
     "A copy of `plan` with the key of each given flag (`FLAG_KEYS`) set; comma lists are split and parsed."
@@ -299,6 +323,7 @@ def apply_flags(plan: dict, flags: dict) -> dict:
         model=lambda v: split_list(v, "model"),
         conditions=lambda v: [parse_condition(c) for c in split_list(v, "conditions")],
         seeds=parse_seeds,
+        transfer=parse_transfer,
     )
     out = plan | {"budget": dict(plan.get("budget") or {})}
     for flag, v in flags.items():

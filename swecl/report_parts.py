@@ -5,15 +5,17 @@
 # %% ../nbs/12b_report_parts.ipynb #a3dfb0b7
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 # %% auto #0
-__all__ = ['Section', 'md_table', 'ci_text', 'save_figure', 'cumulative_success', 'learning_curves_figure', 'heatmap_figure',
-           'retrieval_figure']
+__all__ = ['MAX_TICKS', 'Section', 'md_table', 'ci_text', 'save_figure', 'cumulative_success', 'learning_curves_figure',
+           'draw_learning_curves', 'position_ticks', 'heatmap_figure', 'draw_heatmap', 'retrieval_figure']
 
 # %% ../nbs/12b_report_parts.ipynb #626038d5
 class Section:
@@ -27,8 +29,10 @@ class Section:
 
 # %% ../nbs/12b_report_parts.ipynb #c2849f4f
 def md_table(df: pd.DataFrame, floatfmt=".4f") -> str:
-    "A frame as a GitHub markdown table, without its index."
-    return df.to_markdown(index=False, floatfmt=floatfmt)
+    "A frame as a GitHub markdown table, without its index; integer columns print as integers."
+    return df.astype(object).to_markdown(
+        index=False, floatfmt=floatfmt
+    )  # else one float column makes every number a float
 
 # %% ../nbs/12b_report_parts.ipynb #4c6c5833
 def ci_text(est, lo, hi, fmt="{:.3f}") -> str:
@@ -54,25 +58,46 @@ def cumulative_success(firsts: pd.DataFrame) -> pd.Series:
 def learning_curves_figure(firsts: pd.DataFrame, path) -> Path:
     "Cumulative first-attempt success by sequence position, one line per model × condition."
     fig, ax = plt.subplots(figsize=(7, 4))
+    draw_learning_curves(ax, firsts)
+    return save_figure(fig, path)
+
+
+def draw_learning_curves(ax, firsts: pd.DataFrame) -> None:
+    "The learning curves on `ax`: positions are whole numbers, so are the ticks."
     for (model, cond), g in firsts.groupby(["model", "condition"]):
         curve = cumulative_success(g)
         ax.plot(curve.index, curve, marker=".", label=f"{model} · {cond}")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("sequence position")
     ax.set_ylabel("cumulative success (first attempts)")
-    ax.set_ylim(0, 1)
+    ax.set_ylim(-0.02, 1.02)  # a curve at 0 or 1 stays visible
     ax.legend(fontsize=7)
-    return save_figure(fig, path)
 
 # %% ../nbs/12b_report_parts.ipynb #0f216c91
+MAX_TICKS = 12  # position labels per heatmap axis
+
+
+def position_ticks(axis, n: int, first: int, most: int = MAX_TICKS) -> None:
+    "Whole-number ticks on an image axis of `n` cells, numbered from `first`: each one, or every k-th beyond `most`."
+    idx = list(range(0, n, max(1, math.ceil(n / most))))
+    axis.set_ticks(idx, [str(i + first) for i in idx])
+
+
 def heatmap_figure(a: np.ndarray, title: str, path) -> Path:
     "`a[i][j]` (success on task j after learning through task i) as a heatmap; blank where not measured."
     fig, ax = plt.subplots(figsize=(4, 4))
+    draw_heatmap(fig, ax, a, title)
+    return save_figure(fig, path, dpi=100)
+
+
+def draw_heatmap(fig, ax, a: np.ndarray, title: str) -> None:
     im = ax.imshow(a, vmin=0, vmax=1, cmap="viridis")
     ax.set_title(title, fontsize=7)
+    position_ticks(ax.xaxis, a.shape[1], 1)  # column 0 is task 1
+    position_ticks(ax.yaxis, a.shape[0], 0)  # row 0 is the zero-shot row
     ax.set_xlabel("task j")
-    ax.set_ylabel("after learning task i")
-    fig.colorbar(im, ax=ax, fraction=0.046)
-    return save_figure(fig, path, dpi=100)
+    ax.set_ylabel("after learning task i (0: zero-shot)")
+    fig.colorbar(im, ax=ax, fraction=0.046).set_label("success rate a[i][j]")
 
 # %% ../nbs/12b_report_parts.ipynb #bbaecc68
 def retrieval_figure(sel: pd.DataFrame, path) -> Path:

@@ -126,11 +126,11 @@ def cell_config(attempts_file: Path) -> dict:
 
 # %% ../nbs/12a_report_results.ipynb #5c24d1ba
 def load_results(results: Path) -> pd.DataFrame:
-    "Every attempt of every cell under `results` with its cell's config (scripted cells left out), checked strictly."
+    "Every attempt of every cell under `results` with its cell's config (scripted and transfer cells left out), checked strictly."
     rows = []
     for f in sorted(Path(results).glob("*/*/attempts.jsonl")):
         cfg = cell_config(f)
-        if cfg["model"].startswith("scripted"):
+        if cfg["model"].startswith("scripted") or cfg.get("source_sequence_id"):  # transfer: swecl.report_transfer
             continue
         cond = "none" if cfg["memory"] == "none" else f"{cfg['memory']}/{cfg['content']}"
         keep = {"cell": f.parent.name} | {k: cfg[k] for k in ("experiment", "dataset", "model")}
