@@ -63,7 +63,7 @@ LAYERS = [
     ["transfer"],
     ["report_parts", "estimate", "trajectory"],
     ["report_results", "trajectory_html"],
-    ["report_transfer"],
+    ["report_transfer", "report_pipeline"],
     ["report"],
     ["cli_base"],
     ["cli_data", "cli_tasks", "cli_runs"],

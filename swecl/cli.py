@@ -23,3 +23,7 @@ COMMANDS += [cmd_show]
 def main(argv=None) -> int:
     "Entry point of the `swecl` command."
     return dispatch(COMMANDS, argv)
+
+# %% ../nbs/13_cli.ipynb #ca14676b
+if __name__ == "__main__" and "__file__" in globals():  # `python -m swecl.cli`; not when this notebook runs
+    raise SystemExit(main())

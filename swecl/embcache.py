@@ -24,20 +24,20 @@ PACKAGES = {  # embedder name prefix -> the distributions whose versions change 
     "hashing": ("scikit-learn",),
 }
 
-
+# %% ../nbs/08b_embcache.ipynb #3be710fc
 def _version(dist: str) -> str:
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return "absent"
 
-
+# %% ../nbs/08b_embcache.ipynb #d4c86085
 def embedder_identity(embedder) -> str:
     "The embedder's name with the versions of the packages that compute its vectors: what a cached vector is keyed by."
     deps = next((d for p, d in PACKAGES.items() if embedder.name.startswith(p)), ())
     return " ".join([embedder.name] + [f"{d}=={_version(d)}" for d in deps])
 
-
+# %% ../nbs/08b_embcache.ipynb #e6d62c0b
 def text_key(identity: str, text: str) -> str:
     "The cache key of one text under one embedder identity."
     return hashlib.sha256(

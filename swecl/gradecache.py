@@ -46,7 +46,7 @@ def sandbox_identity(sandbox) -> dict:
         "limits": asdict(limits) if is_dataclass(limits) else repr(limits),
     }
 
-
+# %% ../nbs/04f_gradecache.ipynb #ba1a67bf
 def grade_key(task: Task, patch: str, sandbox, timeout: float | None = None) -> str:
     "The cache key of one grading."
     parts = {
