@@ -132,12 +132,16 @@ def default_text(v) -> str:
 
 
 class HelpFormatter(argparse.HelpFormatter):
-    "Each option's help followed by `(default: X)` when it has a default other than None, False or an empty list."
+    "Each option's help followed by its default: `(default: X)`, `all` for an unset filter list, `none` for an unset value."
 
     def _get_help_string(self, action):
         text, d = action.help or "", action.default
-        if d is None or d is False or d == [] or d is argparse.SUPPRESS or "(default" in text:
-            return text
+        if d is False or d is argparse.SUPPRESS or "(default" in text or "default:" in text or action.required:
+            return text  # flags are off unless given; a required option has no default
+        if d is None or d == []:
+            if not action.option_strings:
+                return text  # a positional without a default is required
+            return f"{text} (default: {'all' if action.nargs == '*' else 'none'})"  # `*` lists filter: unset is all
         return f"{text} (default: {default_text(d).replace('%', '%%')})"
 
 # %% ../nbs/13a_cli_base.ipynb #9d5c0d0a

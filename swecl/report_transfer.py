@@ -30,8 +30,10 @@ ROW_COLUMNS = "experiment model seed condition source target instance_id sample 
 
 def transfer_rows(results, offline: bool = False) -> pd.DataFrame:
     "First attempts of transfer cells and memory-none cells under `results` (`offline`: with non-language models)."
-    rows = []
-    for f in sorted(Path(results).glob("*/*/attempts.jsonl")):
+    rows, files = [], sorted(Path(results).glob("*/*/attempts.jsonl"))
+    if not any(cell_config(f).get("source_sequence_id") for f in files):
+        return pd.DataFrame(columns=ROW_COLUMNS)  # no transfer cell: nothing to pair, baselines unread
+    for f in files:
         cfg = cell_config(f)
         src = cfg.get("source_sequence_id")
         if (src is None and cfg["memory"] != "none") or not (
@@ -44,7 +46,7 @@ def transfer_rows(results, offline: bool = False) -> pd.DataFrame:
             | {
                 "source": src,
                 "target": r["sequence_id"],
-                "instance_id": r["instance_id"],
+                "instance_id": r.get("instance_id") or f"j{r['j']}",  # older records: the position
                 "sample": r.get("sample") or 0,
             }
             | {"resolved": bool(r["resolved"]), "infra": infra_label(r)}
