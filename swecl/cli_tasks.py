@@ -173,9 +173,18 @@ def validation_tables(records: list, rows: list, merged: bool = False) -> tuple:
     ),
     arg("--compat", action="store_true", help=COMPAT_HELP),
     arg("--gradable", metavar="JSON", help="write the gradable ids and, for each other task, its label and evidence"),
+    arg(
+        "--onto",
+        metavar="JSON",
+        help="with --gradable: keep this earlier gradable file's entries of tasks not validated now",
+    ),
 )
 def cmd_validate(a):
     "Tables per repository and a summary; `--json`: every grading record. Exit status 1 when a grading is unexpected."
+    try:  # before grading: a bad --onto must not cost a run
+        onto = validation.read_onto(a.onto, a.dataset) if a.onto else None
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     records, rows = validation_records(a)
     tables, joined = validation_tables(records, rows, merged=bool(a.merge))
     print("\n\n".join(tables))
@@ -183,7 +192,8 @@ def cmd_validate(a):
         print(line)
     if a.gradable:
         note = f"swecl validate on {a.sandbox if not a.merge else 'merged runs'}{' --compat' if a.compat else ''}"
-        write_json(a.gradable, validation.gradable_record(records, a.dataset, note, datasets.load(a.dataset).tasks))
+        g = validation.gradable_record(records, a.dataset, note, datasets.load(a.dataset).tasks)
+        write_json(a.gradable, validation.gradable_onto(onto, g) if onto else g)
     if a.out:
         what = f"runs {', '.join(a.merge)}" if a.merge else f"{a.sandbox} sandbox"
         head = (

@@ -19,7 +19,7 @@ from .schema import Task
 # %% auto #0
 __all__ = ['POLICIES', 'DEFINITIONS', 'GRADABLE_DIR', 'policy_patch', 'resolved_definition', 'expected', 'validate',
            'validation_table', 'validate_policies', 'harness_table', 'gradable_record', 'read_gradable',
-           'load_gradable']
+           'load_gradable', 'gradable_onto', 'read_onto']
 
 # %% ../nbs/04a_validation.ipynb #8871893a
 POLICIES = ("gold", "empty")
@@ -189,3 +189,23 @@ def load_gradable(dataset: str) -> dict | None:
     "The recorded gradable set of `dataset` (see `gradable_record`), or None when none is kept with the package."
     p = GRADABLE_DIR / f"{dataset}.json"
     return read_gradable(p) if p.exists() else None
+
+# %% ../nbs/04a_validation.ipynb #f1cd45e2
+def gradable_onto(old: dict, new: dict) -> dict:
+    "`new` laid over `old`: a task `new` validated takes its new entry; one it did not validate keeps its old entry."
+    if old.get("dataset") != new.get("dataset"):
+        raise ValueError(f"A gradable file of {old.get('dataset')} cannot take entries of {new.get('dataset')}.")
+    done = set(new["gradable"]) | {i for i, v in new["other"].items() if v.get("label") != "not validated"}
+    other = {i: v for i, v in old["other"].items() if i not in done}
+    other |= {i: v for i, v in new["other"].items() if i in done}
+    gradable = sorted((set(old["gradable"]) - done) | set(new["gradable"]))
+    note = "; then ".join(n for n in (old.get("note"), new.get("note")) if n)
+    return {"dataset": new["dataset"], "note": note, "gradable": gradable, "other": other}
+
+
+def read_onto(path, dataset: str) -> dict:
+    "The gradable file at `path`, checked to be `dataset`'s; `ValueError` in one sentence otherwise."
+    d = read_gradable(path)
+    if d.get("dataset") != dataset:
+        raise ValueError(f"{path} is a gradable file of {d.get('dataset')}, not {dataset}; pass that dataset's own.")
+    return d
