@@ -39,8 +39,8 @@ from .studies import retrieval_table, validate_plan
 # %% auto #0
 __all__ = ['CHECKED', 'MODEL_ERROR_STOP', 'PR_SET_PDEATHSIG', 'NO_MODEL', 'model_sha256', 'check_provenance', 'is_model_error',
            'has_patch', 'expected_predictions', 'sync_predictions', 'CellStore', 'cell_tasks', 'attempt_order',
-           'cell_memory', 'restore_memory', 'attempt_record', 'run_attempt', 'run_cell', 'run_cells_ray',
-           'watch_parent', 'die_with_parent', 'run_cells', 'run_plan', 'run_experiment']
+           'cell_memory', 'restore_memory', 'attempt_record', 'run_attempt', 'run_attempts', 'cell_summary', 'run_cell',
+           'run_cells_ray', 'watch_parent', 'die_with_parent', 'run_cells', 'run_plan', 'run_experiment']
 
 # %% ../nbs/11_runner.ipynb #963fdd11
 CHECKED = {"dataset_sha256": "dataset", "model_sha256": "model file"}  # provenance that must not change on resume
@@ -237,6 +237,30 @@ def run_attempt(
 MODEL_ERROR_STOP = 3  # attempts in a row ending in a model error that stop a cell
 
 
+def run_attempts(cell, st, mem, agent: tuple, tasks: list, todo: list, progress: bool, max_model_errors: int) -> None:
+    "The `todo` attempts in order with `agent` = (model, sandbox, config, summarizer), behind the cell's progress bar."
+    streak = 0
+    with CellProgress(cell.id, len(todo), progress) as bar:  # a bar in a terminal, else plain lines
+        for key in todo:
+            bar.update(rec := run_attempt(cell, st, mem, *agent[:3], tasks, key, agent[3]))
+            streak = streak + 1 if is_model_error(rec) else 0
+            if streak >= max_model_errors:
+                raise RunError(
+                    f"Cell {cell.id} stopped after {streak} attempts in a row could not use the model "
+                    f"{cell.model} (last error: {rec['error']}); fix the model or its server and run again to resume."
+                )
+
+
+def cell_summary(cell, st, todo: list, tasks: list) -> dict:
+    "What `run_cell` returns of a cell's store: attempts with a verdict, new ones, tasks, first-attempt fixes, model errors."
+    valid = [a for a in st.attempts if not is_model_error(a)]
+    return {
+        "cell": cell.id, "dir": str(st.dir), "attempts": len(valid), "new": len(todo), "n_tasks": len(tasks),
+        "resolved_first": sum(bool(a["resolved"]) for a in valid if a["kind"] == "first"),
+        "model_errors": len(st.attempts) - len(valid),
+    }  # fmt: skip
+
+
 def run_cell(
     cell: Cell,
     out: str | Path = "results",
@@ -255,22 +279,9 @@ def run_cell(
     with CellStore(out, cell, bench.sha256) as st:
         mem = cell_memory(cell, st.dir, bench, progress and draws_bars(sys.stderr))
         restore_memory(mem, st.attempts, tasks, cell, summarizer)
-        todo, streak = [a for a in attempt_order(len(tasks), cell.n_samples, cell.schedule) if a not in st.done()], 0
-        with CellProgress(cell.id, len(todo), progress) as bar:  # a bar in a terminal, else plain lines
-            for key in todo:
-                bar.update(rec := run_attempt(cell, st, mem, model, sandbox, cfg, tasks, key, summarizer))
-                streak = streak + 1 if is_model_error(rec) else 0
-                if streak >= max_model_errors:
-                    raise RunError(
-                        f"Cell {cell.id} stopped after {streak} attempts in a row could not use the model "
-                        f"{cell.model} (last error: {rec['error']}); fix the model or its server and run again to resume."
-                    )
-        valid = [a for a in st.attempts if not is_model_error(a)]
-        return {
-            "cell": cell.id, "dir": str(st.dir), "attempts": len(valid), "new": len(todo), "n_tasks": len(tasks),
-            "resolved_first": sum(bool(a["resolved"]) for a in valid if a["kind"] == "first"),
-            "model_errors": len(st.attempts) - len(valid), "memory": 0 if mem.store is None else len(mem.store),
-        }  # fmt: skip
+        todo = [a for a in attempt_order(len(tasks), cell.n_samples, cell.schedule) if a not in st.done()]
+        run_attempts(cell, st, mem, (model, sandbox, cfg, summarizer), tasks, todo, progress, max_model_errors)
+        return cell_summary(cell, st, todo, tasks) | {"memory": 0 if mem.store is None else len(mem.store)}
 
 # %% ../nbs/11_runner.ipynb #854be803
 def _run_cell_safe(cell: Cell, out: str, bench=None, progress: bool = False) -> dict:

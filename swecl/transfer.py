@@ -26,7 +26,7 @@ from .datasets import load
 from .memory import Memory
 from .models import make_model
 from .plans import Cell, RunError, expand, load_plan, plan_path, plan_sequences, safe_component, sequence_id
-from .progress import CellProgress, draws_bars
+from .progress import draws_bars
 from .runner import MODEL_ERROR_STOP, CellStore, attempt_order, cell_memory, cell_tasks, is_model_error
 from .sandbox import sandbox_for
 
@@ -184,22 +184,12 @@ def run_transfer_cell(
         src = source_memory(cell, out, bench, st.dir)
         m = cell_memory(cell, st.dir, bench, progress and draws_bars(sys.stderr))
         mem = FrozenMemory(m.setting, m.store, m.links)
-        todo, streak = [a for a in attempt_order(len(tasks), cell.n_samples, "sequential") if a not in st.done()], 0
-        with CellProgress(cell.id, len(todo), progress) as bar:
-            for key in todo:
-                bar.update(rec := runner.run_attempt(cell, st, mem, model, sandbox, cfg, tasks, key, None))
-                streak = streak + 1 if is_model_error(rec) else 0
-                if streak >= max_model_errors:
-                    raise RunError(
-                        f"Cell {cell.id} stopped after {streak} attempts in a row could not use the model "
-                        f"{cell.model} (last error: {rec['error']}); fix the model or its server and run again to resume."
-                    )
-        valid = [a for a in st.attempts if not is_model_error(a)]
-        return {
-            "cell": cell.id, "dir": str(st.dir), "attempts": len(valid), "new": len(todo), "n_tasks": len(tasks),
-            "resolved_first": sum(bool(a["resolved"]) for a in valid if a["kind"] == "first"),
-            "model_errors": len(st.attempts) - len(valid), "memory": len(mem.store), "source_cell": src["source_cell"],
-        }  # fmt: skip
+        todo = [a for a in attempt_order(len(tasks), cell.n_samples, "sequential") if a not in st.done()]
+        runner.run_attempts(cell, st, mem, (model, sandbox, cfg, None), tasks, todo, progress, max_model_errors)
+        return runner.cell_summary(cell, st, todo, tasks) | {
+            "memory": len(mem.store),
+            "source_cell": src["source_cell"],
+        }
 
 # %% ../nbs/11c_transfer.ipynb #6610376c
 def _run_transfer_safe(cell: TransferCell, out: str, bench=None, progress: bool = False) -> dict:
