@@ -8,10 +8,7 @@ from __future__ import annotations
 import atexit
 import io
 import os
-import shlex
 import shutil
-import signal
-import sys
 import tempfile
 import time
 import weakref
@@ -31,9 +28,8 @@ from .repos import SAFE_GIT, export_tree, find_repo, git
 from .schema import Task
 
 # %% auto #0
-__all__ = ['MAX_READ_BYTES', 'PATCH_SIZES', 'MOUNTED', 'IMAGE_ENV_PATH', 'Session', 'LocalSession', 'PatchTooLarge', 'take_patch',
-           'disk_cap', 'LocalSandbox', 'docker_image', 'container_spec', 'close_containers', 'DockerSession',
-           'DockerSandbox', 'make_sandbox', 'sandbox_for']
+__all__ = ['MAX_READ_BYTES', 'PATCH_SIZES', 'MOUNTED', 'DOCKER_NAMES', 'Session', 'LocalSession', 'PatchTooLarge', 'take_patch',
+           'disk_cap', 'LocalSandbox', 'make_sandbox', 'sandbox_for']
 
 # %% ../nbs/03_sandbox.ipynb #bb605016
 @runtime_checkable
@@ -262,123 +258,17 @@ class LocalSandbox:
             shutil.rmtree(root, ignore_errors=True)
             raise
 
-# %% ../nbs/03_sandbox.ipynb #61709641
-def docker_image(instance_id: str, namespace: str = "swebench", arch: str = "x86_64", tag: str = "latest") -> str:
-    "The SWE-bench instance image of `instance_id`."
-    return f"{namespace}/sweb.eval.{arch}.{instance_id.replace('__', '_1776_')}:{tag}".lower()
-
-# %% ../nbs/03_sandbox.ipynb #c78e70ba
-def container_spec(task: Task, limits: Limits, image: str | None = None) -> dict:
-    "Keyword arguments of `docker.containers.run` for a task's container."
-    mem = f"{limits.memory_mb}m"
-    run = dict(
-        image=image or docker_image(task.instance_id), command=["tail", "-f", "/dev/null"], detach=True, init=True
-    )
-    isolation = dict(
-        network_disabled=True, network_mode="none", mem_limit=mem, memswap_limit=mem, pids_limit=limits.processes
-    )
-    env = dict(working_dir="/testbed", environment={"TZ": "UTC", "PYTHONHASHSEED": "0"})
-    labels = dict(labels={"swecl": "1", "swecl.instance": task.instance_id}, name=None, auto_remove=False)
-    return run | isolation | env | labels
-
-# %% ../nbs/03_sandbox.ipynb #8cf72843
-IMAGE_ENV_PATH = Path("/opt/miniconda3/envs/testbed")  # where SWE-bench's images install the task's environment
-_OPEN_CONTAINERS = weakref.WeakSet()
-
-
-def close_containers(*_):
-    "Close every open Docker session (at exit and on SIGTERM)."
-    for s in list(_OPEN_CONTAINERS):
-        s.close()
-
-
-atexit.register(close_containers)
-
-# %% ../nbs/03_sandbox.ipynb #c4e2a7b9
-class DockerSession:
-    "A task's container: the same protocol as `LocalSession`."
-
-    kind = "docker"
-    absent: list = []  # an image holds the whole tree
-
-    def __init__(self, container, limits: Limits, task: Task | None = None):
-        self.container, self.limits, self.task, self.closed = container, limits, task, False
-        self.env = Env(IMAGE_ENV_PATH, "")
-        _OPEN_CONTAINERS.add(self)
-        r = self.run(f"{SAFE_GIT} rev-parse HEAD", timeout=60)
-        self.base = r.output.strip() if r.exit_code == 0 else "HEAD"
-
-    def run(self, cmd: str, timeout=None, max_output: int = 1 << 20, input=None, **_) -> RunResult:
-        t0, timeout = time.time(), int(timeout or self.limits.timeout)
-        if input is not None:
-            cmd = f"{cmd} <<'SWECL_EOF_7391'\n{input}\nSWECL_EOF_7391"
-        argv = ["bash", "-c", f"timeout -s KILL {timeout} bash -c {shlex.quote(cmd)}"]
-        r = self.container.exec_run(argv, workdir="/testbed", demux=False)
-        text = (r.output or b"").decode("utf-8", "replace")[-max_output:]
-        timed_out = r.exit_code == 137 and time.time() - t0 >= timeout
-        return RunResult(r.exit_code, text, time.time() - t0, timed_out, len(r.output or b""))
-
-    def install(self, pre: bool = True) -> None:
-        return None  # the instance image is installed already
-
-    def read_file(self, path: str) -> str:
-        return self.run(f"cat {path}").output
-
-    def write_file(self, path: str, text: str):
-        self.run(f'mkdir -p "$(dirname {path})" && cat > {path}', input=text)
-
-    def diff(self) -> str:
-        return take_patch(self, f"{SAFE_GIT} add -A >/dev/null 2>&1; {SAFE_GIT} diff --cached --no-ext-diff HEAD")
-
-    def close(self):
-        if self.closed:
-            return
-        self.closed = True
-        try:
-            self.container.remove(force=True)
-        except Exception:
-            pass  # already gone: the engine removed it or was restarted
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        self.close()
-
-# %% ../nbs/03_sandbox.ipynb #18e8d1bf
-class DockerSandbox:
-    "Sessions in SWE-bench instance containers (needs a reachable Docker engine)."
-
-    kind = "docker"
-
-    def __init__(self, limits: Limits | None = None, namespace: str = "swebench", client=None):
-        self.limits, self.namespace = limits or Limits(), namespace
-        try:
-            import docker  # optional heavy dependency: the Docker SDK
-
-            self.client = client or docker.from_env()
-            self.client.ping()
-        except Exception as e:
-            msg = f"Docker engine not reachable ({type(e).__name__}: {str(e)[:100]}); start Docker or use sandbox='local'."
-            raise SandboxError(msg, "no-docker") from None
-        signal.signal(signal.SIGTERM, lambda *a: (close_containers(), sys.exit(143)))
-
-    def open(self, task: Task, install: bool = True) -> DockerSession:
-        image = docker_image(task.instance_id, self.namespace)
-        try:
-            self.client.images.get(image)
-        except Exception:
-            try:
-                self.client.images.pull(image)
-            except Exception as e:
-                raise SandboxError(
-                    f"Image {image} is neither local nor pullable ({str(e)[:100]}); build it with "
-                    f"`python -m swebench.harness.prepare_images --instance_ids {task.instance_id}`.",
-                    "no-image",
-                ) from None
-        return DockerSession(self.client.containers.run(**container_spec(task, self.limits, image)), self.limits, task)
-
 # %% ../nbs/03_sandbox.ipynb #c77a2004
+DOCKER_NAMES = (
+    "docker_image",
+    "container_spec",
+    "close_containers",
+    "DockerSession",
+    "DockerSandbox",
+    "IMAGE_ENV_PATH",
+)
+
+
 def make_sandbox(kind: str = "local", **kw):
     "A sandbox by name: 'local' (bubblewrap), 'local-unsafe' (no isolation, explicit opt-in), 'docker'."
     if kind == "local":
@@ -386,8 +276,19 @@ def make_sandbox(kind: str = "local", **kw):
     if kind == "local-unsafe":
         return LocalSandbox(unsafe=True, **kw)
     if kind == "docker":
+        from .docker_sandbox import DockerSandbox  # imports this module: loaded only when asked for
+
         return DockerSandbox(**{k: v for k, v in kw.items() if k in ("limits", "namespace")})
     raise SandboxError(f"Unknown sandbox {kind!r}; use 'local', 'local-unsafe' or 'docker'.")
+
+
+def __getattr__(name: str):
+    "The Docker sandbox's names, from `swecl.docker_sandbox` where they moved."
+    if name in DOCKER_NAMES:
+        from . import docker_sandbox
+
+        return getattr(docker_sandbox, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # %% ../nbs/03_sandbox.ipynb #224d2fae
 def sandbox_for(kind: str, bench, **kw):
