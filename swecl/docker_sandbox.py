@@ -20,7 +20,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from .core import SandboxError
+from .core import SandboxError, cache_dir
 from .envs import Env, swebench_spec
 from .isolation import SANDBOX_UID, Limits, OutputCap, RunResult, scrubbed_env
 from .repos import SAFE_GIT
@@ -30,8 +30,8 @@ from .schema import Task
 # %% auto #0
 __all__ = ['ROOT_CAPS', 'DROP_TO_NOBODY', 'INPUT_DIR', 'REAP', 'IMAGE_ENV_PATH', 'OFFICIAL_PATH', 'ENGINE_TIMEOUT',
            'docker_image', 'container_spec', 'command_script', 'testbed_path', 'tar_of', 'file_of_tar',
-           'close_containers', 'DockerSession', 'env_of_label', 'official_env', 'stale_containers', 'on_sigterm',
-           'DockerSandbox']
+           'close_containers', 'DockerSession', 'build_record', 'env_of_label', 'official_env', 'stale_containers',
+           'on_sigterm', 'DockerSandbox']
 
 # %% ../nbs/03n_docker_sandbox.ipynb #060313ba
 def docker_image(instance_id: str, namespace: str = "swebench", arch: str = "x86_64", tag: str = "latest") -> str:
@@ -240,6 +240,12 @@ def __exit__(self: DockerSession, *a):
 OFFICIAL_PATH = f"{IMAGE_ENV_PATH}/bin:/opt/miniconda3/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
+def build_record(image: str) -> dict:
+    "The record `swecl images build` kept of `image` (empty when none): a failed build says why there is no image."
+    p = cache_dir() / "docker" / "images.json"
+    return json.loads(p.read_text()).get(image, {}) if p.exists() else {}
+
+
 def env_of_label(label: str) -> Env:
     "The `Env` recorded in a swecl-built image's `swecl.env` label."
     d = json.loads(label)
@@ -317,6 +323,8 @@ def image_for(self: DockerSandbox, task: Task) -> tuple[str, Env]:
         try:
             self.client.images.pull(image)
         except Exception as e:
+            if (rec := build_record(built)).get("status") == "failed":  # its build failed: that is the reason
+                raise SandboxError(f"swecl could not build {built}: {rec['error']}", rec["reason"]) from None
             raise SandboxError(
                 f"Image {image} is neither local nor pullable ({str(e)[:100]}), and swecl built no {built}; build it "
                 f"with `swecl images build --dataset DATASET --instances {task.instance_id}`.",

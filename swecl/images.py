@@ -16,6 +16,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from filelock import FileLock
+
 from .core import SandboxError, cache_dir
 from .docker_sandbox import DockerSandbox, docker_image
 from .isolation import SANDBOX_UID
@@ -203,11 +205,12 @@ def read_records() -> dict:
 
 def save_record(image: str, rec: dict):
     "Add one build's record to `images.json` (written whole, atomically)."
-    recs = read_records() | {image: rec}
     records_path().parent.mkdir(parents=True, exist_ok=True)
-    tmp = records_path().with_suffix(".tmp")
-    tmp.write_text(json.dumps(recs, indent=1, sort_keys=True))
-    tmp.replace(records_path())
+    with FileLock(str(records_path()) + ".lock"):  # concurrent builders: no record lost
+        recs = read_records() | {image: rec}
+        tmp = records_path().with_suffix(".tmp")
+        tmp.write_text(json.dumps(recs, indent=1, sort_keys=True))
+        tmp.replace(records_path())
 
 # %% ../nbs/03o_images.ipynb #f7eb155e
 def build_image(task: Task, local: LocalSandbox, client, force: bool = False) -> dict:
@@ -257,6 +260,7 @@ def build_images(tasks: list, bench, force: bool = False, progress=None) -> list
         except SandboxError as e:
             rec = {"image": docker_image(t.instance_id, "swecl"), "instance_id": t.instance_id, "status": "failed",
                    "reason": e.reason, "error": str(e)[:500]}  # fmt: skip
+            save_record(rec["image"], rec)  # the docker sandbox labels the task with this reason
         out.append(rec)
         if progress:
             progress(rec)
