@@ -17,11 +17,11 @@ from .images import build_images, list_images
 # %% auto #0
 __all__ = ['gigabytes', 'build_line', 'cmd_images']
 
-# %% ../nbs/13f_cli_images.ipynb #e5616ee7
+# %% ../nbs/13f_cli_images.ipynb #623bd316
 def gigabytes(n) -> str:
     return f"{n / 1e9:.2f} GB" if n else "-"
 
-
+# %% ../nbs/13f_cli_images.ipynb #d5f57caa
 def build_line(rec: dict) -> str:
     "One line per task built: image, status, seconds and size, or the failure's label and sentence."
     if rec["status"] == "failed":

@@ -21,7 +21,7 @@ from .core import component_problem
 from .envcache import env_inventory, prune_envs, usage_by_repo
 from .isolation import Limits
 from .models import ModelSpec, make_model
-from .sandbox import sandbox_for
+from .sandboxes import sandbox_for
 from .single_shot import single_shot
 
 # %% auto #0

@@ -76,7 +76,7 @@ def testbed_path(path: str) -> str:
         raise SandboxError(f"{path} is outside the working copy; use a path under /testbed.")
     return p
 
-# %% ../nbs/03n_docker_sandbox.ipynb #6d723001
+# %% ../nbs/03n_docker_sandbox.ipynb #c2cc7d50
 def tar_of(name: str, data: bytes, uid: int = 0, mode: int = 0o600) -> bytes:
     "A tar archive holding one regular file `name`."
     buf = io.BytesIO()
@@ -86,7 +86,7 @@ def tar_of(name: str, data: bytes, uid: int = 0, mode: int = 0o600) -> bytes:
         tf.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 
-
+# %% ../nbs/03n_docker_sandbox.ipynb #3f56586f
 def file_of_tar(stream, path: str, limit: int) -> bytes:
     "The bytes of the single regular file in the tar `stream` (chunks); `SandboxError` for anything else or too large."
     tf = tarfile.open(fileobj=io.BytesIO(b"".join(stream)), mode="r")
@@ -142,7 +142,7 @@ class DockerSession:
             raise SandboxError(f"Docker exec failed ({type(e).__name__}: {str(e)[:200]})", "docker") from None
         return RunResult(code, cap.text(), time.time() - t0, False, cap.nbytes)
 
-# %% ../nbs/03n_docker_sandbox.ipynb #7903d231
+# %% ../nbs/03n_docker_sandbox.ipynb #80f76773
 @patch
 def run(self: DockerSession, cmd, timeout=None, max_output=1 << 20, input=None, writable_env=False, **_) -> RunResult:
     "Run `cmd` (bash) in the container as `nobody` (root only for `writable_env`); output is stdout+stderr, capped."
@@ -160,13 +160,13 @@ def run(self: DockerSession, cmd, timeout=None, max_output=1 << 20, input=None, 
     timed_out = r.exit_code == 137 and time.time() - t0 >= t - 0.5
     return RunResult(r.exit_code, r.output, time.time() - t0, timed_out, r.nbytes, "timeout" if timed_out else None)
 
-
+# %% ../nbs/03n_docker_sandbox.ipynb #72f1d923
 @patch
 def reap(self: DockerSession):
     "Kill every process in the container but its init and idle child (what a command left running)."
     self._exec(["bash", "-c", f"KEEP='1 {' '.join(self.keep)}'; {REAP}; rm -f {INPUT_DIR}/in-*"], 60)
 
-# %% ../nbs/03n_docker_sandbox.ipynb #aaff769f
+# %% ../nbs/03n_docker_sandbox.ipynb #3823c158
 @patch
 def install(self: DockerSession, pre: bool = True) -> RunResult | None:
     "The env's `pre_install` edits (when `pre`) and `install` step, as `LocalSession.install`; the install as root."
@@ -186,7 +186,7 @@ def install(self: DockerSession, pre: bool = True) -> RunResult | None:
             return RunResult(r.exit_code, "\n".join(out), time.time() - t0)
     return RunResult(0, "\n".join(out), time.time() - t0)
 
-
+# %% ../nbs/03n_docker_sandbox.ipynb #d69936b5
 @patch
 def read_file(self: DockerSession, path: str) -> str:
     "A regular file under /testbed, whole (at most `MAX_READ_BYTES`); `SandboxError` otherwise."
@@ -197,7 +197,7 @@ def read_file(self: DockerSession, path: str) -> str:
         raise SandboxError(f"{path} cannot be read ({type(e).__name__}: {str(e)[:100]}).") from None
     return file_of_tar(stream, path, MAX_READ_BYTES).decode("utf-8", "replace")
 
-
+# %% ../nbs/03n_docker_sandbox.ipynb #cb83555e
 @patch
 def write_file(self: DockerSession, path: str, text: str):
     "Write `text` to `path` under /testbed (folders made as needed), owned by the sandbox user."
@@ -207,14 +207,14 @@ def write_file(self: DockerSession, path: str, text: str):
     if not self.container.put_archive(posixpath.dirname(p), data):
         raise SandboxError(f"{path} could not be written.")
 
-
+# %% ../nbs/03n_docker_sandbox.ipynb #ed2d89e3
 @patch
 def diff(self: DockerSession) -> str:
     "The working copy's changes against the base commit (new files included), whole, as `LocalSession.diff`."
     git_diff = f"{SAFE_GIT} diff --cached --no-ext-diff --no-textconv --binary {self.base}"
     return take_patch(self, f"{SAFE_GIT} add -A >/dev/null 2>&1; {git_diff}")
 
-
+# %% ../nbs/03n_docker_sandbox.ipynb #7782285c
 @patch
 def close(self: DockerSession):
     if self.closed:
@@ -226,17 +226,17 @@ def close(self: DockerSession):
     except Exception:
         pass  # already gone: the engine removed it or was restarted
 
-
+# %% ../nbs/03n_docker_sandbox.ipynb #26353a41
 @patch
 def __enter__(self: DockerSession):
     return self
 
-
+# %% ../nbs/03n_docker_sandbox.ipynb #eba706d8
 @patch
 def __exit__(self: DockerSession, *a):
     self.close()
 
-# %% ../nbs/03n_docker_sandbox.ipynb #a18bbbe9
+# %% ../nbs/03n_docker_sandbox.ipynb #cd7df752
 OFFICIAL_PATH = f"{IMAGE_ENV_PATH}/bin:/opt/miniconda3/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -245,13 +245,13 @@ def build_record(image: str) -> dict:
     p = cache_dir() / "docker" / "images.json"
     return json.loads(p.read_text()).get(image, {}) if p.exists() else {}
 
-
+# %% ../nbs/03n_docker_sandbox.ipynb #5fb2d36e
 def env_of_label(label: str) -> Env:
     "The `Env` recorded in a swecl-built image's `swecl.env` label."
     d = json.loads(label)
     return Env(**(d | {"path": Path(d["path"])}))
 
-
+# %% ../nbs/03n_docker_sandbox.ipynb #e0075817
 def official_env(task: Task) -> Env:
     "The env of an official SWE-bench image: its conda prefix first on PATH and the spec's eval commands."
     try:
@@ -260,7 +260,7 @@ def official_env(task: Task) -> Env:
         evals = []  # no spec (the mini benchmark): nothing to run before the tests
     return Env(IMAGE_ENV_PATH, "", variables={"PATH": OFFICIAL_PATH}, eval_commands=evals)
 
-# %% ../nbs/03n_docker_sandbox.ipynb #ff9fa793
+# %% ../nbs/03n_docker_sandbox.ipynb #950adc44
 ENGINE_TIMEOUT = 6 * 3600  # seconds an engine call may take: a quiet test run streams nothing for minutes; the
 # command itself is bounded inside the container by its timeout
 
@@ -278,12 +278,12 @@ def stale_containers(client) -> list:
             pass  # alive, another user's
     return out
 
-
+# %% ../nbs/03n_docker_sandbox.ipynb #15eb223a
 def on_sigterm(*_):
     close_containers()
     raise SystemExit(143)
 
-
+# %% ../nbs/03n_docker_sandbox.ipynb #808b6aaf
 class DockerSandbox:
     "Sessions in SWE-bench instance containers (needs a reachable Docker engine)."
 
@@ -304,7 +304,7 @@ class DockerSandbox:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, on_sigterm)
 
-# %% ../nbs/03n_docker_sandbox.ipynb #e4aa6d7b
+# %% ../nbs/03n_docker_sandbox.ipynb #d0f2e525
 @patch
 def image_for(self: DockerSandbox, task: Task) -> tuple[str, Env]:
     "(image, env) for `task`: swecl's build, else the official image (local or pulled); `SandboxError` 'no-image'."
@@ -334,7 +334,7 @@ def image_for(self: DockerSandbox, task: Task) -> tuple[str, Env]:
     env.notes = [f"image {image} (official)"]
     return image, env
 
-
+# %% ../nbs/03n_docker_sandbox.ipynb #272a3aa8
 @patch
 def open(self: DockerSandbox, task: Task, install: bool = True) -> DockerSession:
     "A fresh container of the task's image; the image holds the installed env and the setup commit already."

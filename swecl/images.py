@@ -21,7 +21,8 @@ from filelock import FileLock
 from .core import SandboxError, cache_dir
 from .docker_sandbox import DockerSandbox, docker_image
 from .isolation import SANDBOX_UID
-from .sandbox import LocalSandbox, sandbox_for
+from .sandbox import LocalSandbox
+from .sandboxes import sandbox_for
 from .schema import Task
 from .venvs import atomic_dir
 
@@ -30,7 +31,7 @@ __all__ = ['SUITE', 'BASE_PACKAGES', 'IMAGE_FORMAT', 'docker_dir', 'base_key', '
            'elf_files', 'missing_libs', 'private_site', 'parents_of', 'opened_parents', 'write_payload', 'recipe_hash',
            'env_label', 'records_path', 'read_records', 'save_record', 'build_image', 'build_images', 'list_images']
 
-# %% ../nbs/03o_images.ipynb #2b332aa9
+# %% ../nbs/03o_images.ipynb #f8d074cd
 SUITE = "bookworm"
 BASE_PACKAGES = ["git", "patch", "procps", "libssl3", "libffi8", "libsqlite3-0", "libbz2-1.0", "liblzma5"]
 BASE_PACKAGES += ["libreadline8", "libncursesw6", "zlib1g", "libexpat1", "libgdbm6", "libuuid1", "tzdata"]
@@ -40,12 +41,12 @@ IMAGE_FORMAT = 1  # bump when the layout of an instance image changes: every rec
 def docker_dir() -> Path:
     return cache_dir() / "docker"
 
-
+# %% ../nbs/03o_images.ipynb #986eb613
 def base_key() -> str:
     "The hash of what makes the base: suite, variant and packages."
     return hashlib.sha256(json.dumps([SUITE, "minbase", sorted(BASE_PACKAGES)]).encode()).hexdigest()[:12]
 
-# %% ../nbs/03o_images.ipynb #2d382dfd
+# %% ../nbs/03o_images.ipynb #2c577299
 def _debootstrap(tmp: Path):
     root = tmp / "rootfs"
     cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", SUITE, str(root)]
@@ -53,7 +54,7 @@ def _debootstrap(tmp: Path):
     if r.returncode:
         raise SandboxError(f"debootstrap failed ({r.returncode}): {(r.stdout + r.stderr).strip()[-300:]}", "image-base")
 
-
+# %% ../nbs/03o_images.ipynb #f065773b
 def base_rootfs() -> Path:
     "The base's root folder, made by debootstrap once (needs root and debootstrap: `make docker-engine` installs it)."
     if not shutil.which("debootstrap"):
@@ -63,7 +64,7 @@ def base_rootfs() -> Path:
         )
     return atomic_dir(docker_dir() / f"rootfs-{SUITE}-{base_key()}", _debootstrap) / "rootfs"
 
-
+# %% ../nbs/03o_images.ipynb #651a9f02
 def base_image(client) -> str:
     "The base image's name, imported from `base_rootfs()` when the engine lacks it."
     name = f"swecl/debian-{SUITE}:{base_key()}"
@@ -81,7 +82,7 @@ def base_image(client) -> str:
     client.images.get(name)  # raises when the import did not land
     return name
 
-# %% ../nbs/03o_images.ipynb #910d0d61
+# %% ../nbs/03o_images.ipynb #bc346f09
 def python_home(env_path: Path) -> Path | None:
     "The installation folder of the interpreter the venv at `env_path` points at (None: not a venv)."
     cfg = env_path / "pyvenv.cfg"
@@ -90,7 +91,7 @@ def python_home(env_path: Path) -> Path | None:
     home = dict(l.split(" = ", 1) for l in cfg.read_text().splitlines() if " = " in l).get("home")
     return Path(home).resolve().parent if home else None
 
-
+# %% ../nbs/03o_images.ipynb #dc5eb33d
 def elf_files(root: Path):
     "The ELF files under `root` (shared objects and executables), symlinks not followed."
     for dirpath, _, files in os.walk(root):
@@ -105,7 +106,7 @@ def elf_files(root: Path):
             except OSError:
                 continue
 
-
+# %% ../nbs/03o_images.ipynb #c4a30f15
 def missing_libs(roots: list, rootfs: Path) -> list:
     "Host paths of the shared libraries the ELF files under `roots` load that `rootfs` lacks (from ldd), sorted."
     need = set()
@@ -119,7 +120,7 @@ def missing_libs(roots: list, rootfs: Path) -> list:
     inside = lambda p: any(Path(r) in Path(p).parents for r in roots)
     return sorted(p for p in need if not inside(p) and not (rootfs / p.lstrip("/")).exists())
 
-# %% ../nbs/03o_images.ipynb #6b0cc79e
+# %% ../nbs/03o_images.ipynb #8978862b
 def private_site(env_path: Path, home: Path) -> str | None:
     "The interpreter's own site-packages (archive name) when the venv does not see it (its packages are left out)."
     cfg = (env_path / "pyvenv.cfg").read_text()
@@ -128,7 +129,7 @@ def private_site(env_path: Path, home: Path) -> str | None:
     site = next(iter(home.glob("lib/python3*/site-packages")), None)
     return str(site).lstrip("/") if site else None
 
-
+# %% ../nbs/03o_images.ipynb #4e4b582b
 def _owned(uid: int, dir_mode: int | None = None, skip: str | None = None):
     def f(info: tarfile.TarInfo):
         if skip and (info.name == skip or info.name.startswith(skip + "/")):
@@ -141,24 +142,24 @@ def _owned(uid: int, dir_mode: int | None = None, skip: str | None = None):
 
     return f
 
-
+# %% ../nbs/03o_images.ipynb #6902466f
 def parents_of(paths) -> list:
     "Every proper parent folder of `paths` (absolute), shortest first, '/' left out."
     return sorted({str(q) for p in paths for q in Path(p).parents if str(q) != "/"}, key=lambda s: (s.count("/"), s))
 
-
+# %% ../nbs/03o_images.ipynb #78a45e4a
 def opened_parents(paths, rootfs: Path) -> list:
     "The parents of `paths` the payload must list as folders (0755): those the base lacks or keeps closed (/root)."
     out = []
     for d in parents_of(paths):
         q = rootfs / d.lstrip("/")
-        if q.is_symlink():
-            continue  # /lib -> usr/lib (merged /usr): a folder entry would replace the link
+        if any((rootfs / str(a).lstrip("/")).is_symlink() for a in [Path(d), *Path(d).parents] if str(a) != "/"):
+            continue  # under /lib -> usr/lib (merged /usr): a folder entry would replace the link
         if not q.exists() or not q.stat().st_mode & 0o001:
             out.append(d)
     return out
 
-
+# %% ../nbs/03o_images.ipynb #3e4acff0
 def write_payload(out: Path, testbed: Path, env_path: Path, home: Path | None, libs: list, rootfs: Path):
     "The image payload as a tar archive at `out`."
     with tarfile.open(out, "w") as tf:
@@ -176,7 +177,7 @@ def write_payload(out: Path, testbed: Path, env_path: Path, home: Path | None, l
                 tf.add(real, real.lstrip("/"), filter=_owned(0))
         tf.add(testbed, "testbed", filter=_owned(SANDBOX_UID))
 
-# %% ../nbs/03o_images.ipynb #80648e51
+# %% ../nbs/03o_images.ipynb #1ef11421
 def recipe_hash(task: Task, env, base: str) -> str:
     "What makes an instance image: format, base image, env folder and manifest, base commit, setup steps."
     man = env.path / "manifest.json"
@@ -187,22 +188,22 @@ def recipe_hash(task: Task, env, base: str) -> str:
     )  # fmt: skip
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
-
+# %% ../nbs/03o_images.ipynb #1ac31f1b
 def env_label(env) -> str:
     "The `swecl.env` label: the session's `Env` as the container sees it (at /testenv; no host binds)."
     d = env.__dict__ | {"path": "/testenv", "binds": []}
     return json.dumps(d, default=str)
 
-
+# %% ../nbs/03o_images.ipynb #08c3754b
 def records_path() -> Path:
     return docker_dir() / "images.json"
 
-
+# %% ../nbs/03o_images.ipynb #3537a77e
 def read_records() -> dict:
     p = records_path()
     return json.loads(p.read_text()) if p.exists() else {}
 
-
+# %% ../nbs/03o_images.ipynb #e6f883fb
 def save_record(image: str, rec: dict):
     "Add one build's record to `images.json` (written whole, atomically)."
     records_path().parent.mkdir(parents=True, exist_ok=True)

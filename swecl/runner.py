@@ -33,7 +33,7 @@ from .models import make_model
 from .plans import Cell, RunError, expand, load_plan, plan_path, safe_component
 from .progress import CellProgress, draws_bars
 from .retrieval import default_sets, retrieval_study
-from .sandbox import sandbox_for
+from .sandboxes import sandbox_for
 from .schema import Task
 from .validation import validate_policies
 

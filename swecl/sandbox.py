@@ -28,8 +28,8 @@ from .repos import SAFE_GIT, export_tree, find_repo, git
 from .schema import Task
 
 # %% auto #0
-__all__ = ['MAX_READ_BYTES', 'PATCH_SIZES', 'MOUNTED', 'DOCKER_NAMES', 'Session', 'LocalSession', 'PatchTooLarge', 'take_patch',
-           'disk_cap', 'LocalSandbox', 'make_sandbox', 'sandbox_for']
+__all__ = ['MAX_READ_BYTES', 'PATCH_SIZES', 'MOUNTED', 'Session', 'LocalSession', 'PatchTooLarge', 'take_patch', 'disk_cap',
+           'LocalSandbox']
 
 # %% ../nbs/03_sandbox.ipynb #bb605016
 @runtime_checkable
@@ -257,41 +257,3 @@ class LocalSandbox:
                 unmount(root)
             shutil.rmtree(root, ignore_errors=True)
             raise
-
-# %% ../nbs/03_sandbox.ipynb #c77a2004
-DOCKER_NAMES = (
-    "docker_image",
-    "container_spec",
-    "close_containers",
-    "DockerSession",
-    "DockerSandbox",
-    "IMAGE_ENV_PATH",
-)
-
-
-def make_sandbox(kind: str = "local", **kw):
-    "A sandbox by name: 'local' (bubblewrap), 'local-unsafe' (no isolation, explicit opt-in), 'docker'."
-    if kind == "local":
-        return LocalSandbox(**kw)
-    if kind == "local-unsafe":
-        return LocalSandbox(unsafe=True, **kw)
-    if kind == "docker":
-        from .docker_sandbox import DockerSandbox  # imports this module: loaded only when asked for
-
-        return DockerSandbox(**{k: v for k, v in kw.items() if k in ("limits", "namespace")})
-    raise SandboxError(f"Unknown sandbox {kind!r}; use 'local', 'local-unsafe' or 'docker'.")
-
-
-def __getattr__(name: str):
-    "The Docker sandbox's names, from `swecl.docker_sandbox` where they moved."
-    if name in DOCKER_NAMES:
-        from . import docker_sandbox
-
-        return getattr(docker_sandbox, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-# %% ../nbs/03_sandbox.ipynb #224d2fae
-def sandbox_for(kind: str, bench, **kw):
-    "`make_sandbox` for a benchmark: its own mirror folder (the mini benchmark's) is searched first."
-    mirror = bench.metadata.get("mirror")
-    return make_sandbox(kind, mirrors=[mirror] if mirror else [], **kw)

@@ -150,7 +150,9 @@ def test_dataset_results_and_other_tasks_are_unreachable(sandbox, session):
         assert listing.count("No such file") == 4, listing
         procs = [l.split(None, 1)[1] for l in ps.strip().splitlines()[1:]]
         # the host's and the other container's processes are invisible: init, its idle sleep, this command (timeout)
-        assert all(p.split()[0].rsplit("/", 1)[-1] in ("docker-init", "sleep", "timeout", "bash", "ps") for p in procs), procs
+        assert all(
+            p.split()[0].rsplit("/", 1)[-1] in ("docker-init", "sleep", "timeout", "bash", "ps") for p in procs
+        ), procs
         assert len(procs) <= 5, procs
 
 
