@@ -15,6 +15,7 @@ import signal
 import tarfile
 import threading
 import time
+import warnings
 import weakref
 from pathlib import Path
 
@@ -135,8 +136,12 @@ class DockerSession:
         t0, cap = time.time(), OutputCap(max_output)
         try:
             eid = self.api.exec_create(self.container.id, argv, workdir="/testbed", environment=environment)["Id"]
-            for chunk in self.api.exec_start(eid, stream=True):
-                cap.feed(chunk)
+            stream = self.api.exec_start(eid, stream=True)
+            try:
+                for chunk in stream:
+                    cap.feed(chunk)
+            finally:
+                stream.close()  # its socket; left to the collector it warns
             code = self.api.exec_inspect(eid)["ExitCode"]
         except Exception as e:  # the engine or the container went away: infrastructure
             raise SandboxError(f"Docker exec failed ({type(e).__name__}: {str(e)[:200]})", "docker") from None
@@ -299,6 +304,8 @@ class DockerSandbox:
         except Exception as e:
             msg = f"Docker engine not reachable ({type(e).__name__}: {str(e)[:100]}); start Docker (make docker-engine) or use sandbox='local'."
             raise SandboxError(msg, "no-docker") from None
+        # docker-py warns of unix sockets it has closed already (docker/docker-py#3268): noise, not a leak
+        warnings.filterwarnings("ignore", r"unclosed <socket\.socket \[closed\]", ResourceWarning)
         for c in stale_containers(self.client):
             c.remove(force=True)
         if threading.current_thread() is threading.main_thread():
