@@ -11,7 +11,7 @@ export SWECL_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/swe-bench-verified.jsonl
 export MPLBACKEND ?= Agg
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: run test lint install sysdeps export clean-venv docs
+.PHONY: run test lint install sysdeps export clean-venv docs docker-engine docker-engine-stop
 
 $(STAMP): settings.ini setup.py pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,8 +29,17 @@ run: install
 	$(BIN)/swecl run --plan offline --out results
 	$(BIN)/swecl report --results results --out reports
 
+# TEST_FLAGS runs flagged tests too, e.g. `make test TEST_FLAGS=docker` once `make docker-engine` answers
 test: install lint
-	$(BIN)/python scripts/run_tests.py
+	$(BIN)/python scripts/run_tests.py $(if $(TEST_FLAGS),--flags "$(TEST_FLAGS)")
+
+# A Docker engine for the docker sandbox when none answers (root: installs docker.io and debootstrap, starts dockerd);
+# an engine already running is left alone, and docker-engine-stop stops only the one this started.
+docker-engine:
+	@bash scripts/docker-engine.sh start
+
+docker-engine-stop:
+	@bash scripts/docker-engine.sh stop
 
 # ruff: lint everything, check the format of the sources (swecl/ is generated from nbs/)
 lint: install

@@ -55,9 +55,10 @@ LAYERS = [
     ["project", "pool_effects"],
     ["datasets", "envs", "memory", "pool_replay"],
     ["envcache", "sandbox", "retrieval", "plans", "pool_check"],
-    ["grading", "bench"],
+    ["grading", "docker_sandbox"],
+    ["sandboxes", "bench"],
     ["gradecache"],
-    ["validation", "regrade", "agent", "single_shot"],
+    ["validation", "regrade", "agent", "single_shot", "images"],
     ["studies"],
     ["poisoning", "runner"],
     ["transfer"],
@@ -67,7 +68,7 @@ LAYERS = [
     ["report"],
     ["cli_base"],
     ["cli_data", "cli_tasks", "cli_runs"],
-    ["cli_regrade"],
+    ["cli_regrade", "cli_images", "cli_bench"],
     ["cli"],
 ]
 # swecl imports must sit at module top; lazy imports of optional heavy dependencies are not internal, so not counted.

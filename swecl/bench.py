@@ -17,13 +17,14 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .envs import copy_dists, dist_closure
+from .grading import grade
 from .memory import MemoryStore, make_embedder
 from .repos import find_repo, git
 from .sandbox import LocalSandbox
 from .schema import Experience
 
 # %% auto #0
-__all__ = ['bench_sandbox', 'bench_memory']
+__all__ = ['bench_sandbox', 'bench_grading', 'bench_memory']
 
 # %% ../nbs/14_bench.ipynb #5b523032
 def _median(xs):
@@ -71,6 +72,25 @@ def bench_sandbox(tasks: list, sandbox: LocalSandbox, baseline: bool = True, pro
         "speedup": round(base / ours, 1) if baseline and ours else None,
         "target": "speed-up >= 10x and median < 0.5 s",
     }
+
+# %% ../nbs/14_bench.ipynb #e4701ece
+def bench_grading(tasks: list, sandboxes: dict, progress: bool = True) -> dict:
+    "Per task and sandbox (name -> sandbox): setup and test seconds of grading the gold patch, and the verdicts."
+    rows = []
+    for t in tqdm(tasks, desc="bench grading", disable=not progress, unit="task"):
+        row = {"instance_id": t.instance_id}
+        for name, sb in sandboxes.items():
+            g = grade(t, t.patch, sb)
+            row |= {f"{name}_setup_s": g.seconds.get("setup"), f"{name}_tests_s": g.seconds.get("tests")}
+            row[f"{name}_verdict"] = g.infra_reason or ("resolved" if g.resolved else "unresolved")
+        rows.append(row)
+    verdicts = [[r[f"{n}_verdict"] for n in sandboxes] for r in rows]
+    medians = {
+        f"median_{n}_{what}_s": round(_median([r[f"{n}_{what}_s"] for r in rows if r[f"{n}_{what}_s"] is not None]), 3)
+        for n in sandboxes
+        for what in ("setup", "tests")
+    }
+    return {"tasks": rows, "n": len(rows), "agreeing": sum(len(set(v)) == 1 for v in verdicts)} | medians
 
 # %% ../nbs/14_bench.ipynb #f9caa83a
 def _pct(xs, p):

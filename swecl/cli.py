@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 from .cli_base import dispatch
+from .cli_bench import cmd_bench
 from .cli_data import cmd_build_dataset, cmd_list, cmd_metrics, cmd_report, cmd_similarity, cmd_stats
+from .cli_images import cmd_images
 from .cli_regrade import cmd_regrade
 from .cli_runs import cmd_poison, cmd_retrieval_study, cmd_run, cmd_show
-from .cli_tasks import cmd_bench, cmd_envs, cmd_sandbox, cmd_solve, cmd_validate
+from .cli_tasks import cmd_envs, cmd_sandbox, cmd_solve, cmd_validate
 
 # %% auto #0
 __all__ = ['COMMANDS', 'main']
@@ -17,7 +19,7 @@ __all__ = ['COMMANDS', 'main']
 # %% ../nbs/13_cli.ipynb #4364e73c
 COMMANDS = [cmd_build_dataset, cmd_stats, cmd_similarity, cmd_metrics, cmd_report, cmd_validate, cmd_sandbox]
 COMMANDS += [cmd_envs, cmd_bench, cmd_run, cmd_poison, cmd_retrieval_study, cmd_solve, cmd_regrade, cmd_list]
-COMMANDS += [cmd_show]
+COMMANDS += [cmd_show, cmd_images]
 
 # %% ../nbs/13_cli.ipynb #315f99da
 def main(argv=None) -> int:

@@ -32,7 +32,7 @@ from .model_base import ModelSpec
 from .models import make_model
 from .plans import Cell, RunError, expand, load_plan, plan_path, safe_component
 from .progress import CellProgress, draws_bars
-from .sandbox import sandbox_for
+from .sandboxes import sandbox_for
 from .schema import Task
 from .studies import retrieval_table, validate_plan
 

@@ -12,7 +12,7 @@ from .embcache import cached_embedder
 from .gradecache import GradeCache
 from .memory import make_embedder
 from .retrieval import default_sets, retrieval_study
-from .sandbox import sandbox_for
+from .sandboxes import sandbox_for
 from .validation import validate_policies
 
 # %% auto #0

@@ -28,7 +28,7 @@ from .models import make_model
 from .plans import Cell, RunError, expand, load_plan, plan_path, plan_sequences, safe_component, sequence_id
 from .progress import draws_bars
 from .runner import MODEL_ERROR_STOP, CellStore, attempt_order, cell_memory, cell_tasks, is_model_error
-from .sandbox import sandbox_for
+from .sandboxes import sandbox_for
 
 # %% auto #0
 __all__ = ['SOURCE_FILE', 'slug', 'TransferCell', 'condition_label', 'transfer_pairs', 'expand_transfer', 'FrozenMemory',
