@@ -50,6 +50,7 @@ LAYERS = [
         "pool_session",
         "testids",
         "progress",
+        "local_llm",
     ],
     ["project", "pool_effects"],
     ["datasets", "envs", "memory", "pool_replay"],
