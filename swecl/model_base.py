@@ -18,7 +18,8 @@ from .core import parse_jsonl
 # %% auto #0
 __all__ = ['CONTEXT_FULL', 'PRICES', 'RETRY_STATUS', 'MODEL_FORMS', 'OPENAI_SPEC', 'LOCAL_URL', 'SMOKE_MODELS', 'ModelError',
            'ContextFull', 'context_full', 'Usage', 'ToolCall', 'Reply', 'Model', 'ModelBase', 'price_of', 'cost',
-           'retry_after', 'with_retries', 'ModelSpec', 'replay_lines', 'read_replay', 'ReplayModel', 'ScriptedModel']
+           'retry_after', 'with_retries', 'ModelSpec', 'smoke_label', 'replay_lines', 'read_replay', 'ReplayModel',
+           'ScriptedModel']
 
 # %% ../nbs/05a_model_base.ipynb #9235eb87
 class ModelError(RuntimeError):
@@ -246,6 +247,15 @@ class ModelSpec:
     def label(self) -> str:
         "A short name for folders and tables: a file-backed model by its file's name."
         return f"{self.kind}-{Path(self.path).name}" if self.path else self.raw
+
+# %% ../nbs/05a_model_base.ipynb #1a8fe278
+def smoke_label(model: str) -> str | None:
+    "The label of a recorded model string that names a smoke model ('smoke model, not a result: …'); None otherwise."
+    try:
+        spec = ModelSpec.parse(model)
+    except ModelError:
+        return None
+    return f"smoke model, not a result: {SMOKE_MODELS[spec.name]['about']}" if spec.is_smoke else None
 
 # %% ../nbs/05a_model_base.ipynb #f82009c0
 def replay_lines(path: str) -> list:
