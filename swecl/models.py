@@ -239,6 +239,7 @@ class OpenAIModel(ModelBase):
         base_url: str,
         model: str,
         tools: bool = True,
+        tool_choice: str | None = None,
         max_tokens: int = 4096,
         temperature: float = 0.0,
         retries: int = 6,
@@ -249,7 +250,7 @@ class OpenAIModel(ModelBase):
     ):
         import httpx  # optional dependency (the llm extra)
 
-        self.base_url, self.model, self.native_tools = base_url.rstrip("/"), model, tools
+        self.base_url, self.model, self.native_tools, self.tool_choice = base_url.rstrip("/"), model, tools, tool_choice
         self.name, self.max_tokens, self.temperature = f"openai:{base_url}:{model}", max_tokens, temperature
         self.retries, self.backoff, self.sleep = retries, backoff, sleep
         self.local = re.match(r"https?://(localhost|127\.|0\.0\.0\.0|\[::1\])", self.base_url) is not None
@@ -261,6 +262,7 @@ class OpenAIModel(ModelBase):
         body = {"model": self.model, "messages": msgs, "max_tokens": self.max_tokens, "temperature": self.temperature}
         if tools and self.native_tools:
             body["tools"] = [{"type": "function", "function": t} for t in tools]
+            body |= {"tool_choice": self.tool_choice} if self.tool_choice else {}
         return body
 
     def query(self, messages: list, tools: list | None = None, system: str | None = None) -> Reply:
