@@ -6,13 +6,12 @@ import json
 import sys
 
 import pytest
+from conftest import ROOT, run
 
 from swecl.local_llm import missing_packages
 from swecl.model_base import smoke_label
 from swecl.progress import failure_reason
 from swecl.trajectory import load_attempt
-
-from conftest import ROOT, run
 
 LABELLED = {"submitted", "step_limit", "time_limit", "errors", "repetition", "context_full", "model_error"}
 
