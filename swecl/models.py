@@ -9,6 +9,7 @@ import json
 import os
 import re
 import time
+import weakref
 from pathlib import Path
 from typing import Callable
 
@@ -256,6 +257,7 @@ class OpenAIModel(ModelBase):
         self.local = re.match(r"https?://(localhost|127\.|0\.0\.0\.0|\[::1\])", self.base_url) is not None
         key = api_key_from("OPENAI_API_KEY", api_key, self.name, required="api.openai.com" in self.base_url)
         self.http = httpx.Client(timeout=timeout, headers={"authorization": f"Bearer {key or 'none'}"})
+        weakref.finalize(self, self.http.close)  # its kept-alive connection closes with the model, not left to warn
 
     def request(self, messages: list, tools: list | None, system: str | None) -> dict:
         msgs = openai_messages(messages, system)
