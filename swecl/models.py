@@ -9,6 +9,7 @@ import json
 import os
 import re
 import time
+import weakref
 from pathlib import Path
 from typing import Callable
 
@@ -16,6 +17,7 @@ import yaml
 
 from swecl.model_base import (
     RETRY_STATUS,
+    SMOKE_MODELS,
     Model,
     ModelBase,
     ModelError,
@@ -25,6 +27,7 @@ from swecl.model_base import (
     ScriptedModel,
     ToolCall,
     Usage,
+    context_full,
     cost,
     retry_after,
     with_retries,
@@ -154,7 +157,10 @@ class AnthropicModel(ModelBase):
         extra = {"extra_body": {"temperature": body.pop("temperature")}} if "temperature" in body else {}
         create = lambda: self.client.messages.create(**body, **extra)
         what = f"{self.name} request"
-        msg = with_retries(create, _classify_anthropic, self.retries, self.backoff, sleep=self.sleep, what=what)
+        try:
+            msg = with_retries(create, _classify_anthropic, self.retries, self.backoff, sleep=self.sleep, what=what)
+        except ModelError as e:
+            raise context_full(e) from None
         return reply_from_anthropic(msg)
 
     def cost(self, usage: Usage) -> float | None:
@@ -196,20 +202,34 @@ def classify_http(e):
 
 # %% ../nbs/05_models.ipynb #5e825887
 def tool_call_from_openai(c: dict, i: int) -> ToolCall:
-    "A tool call of a chat-completions message; arguments that are not JSON are kept as `_unparsed`."
+    "A tool call of a chat-completions message; arguments that are not a JSON object are kept as `_unparsed`."
+    fn = c.get("function") or {}
+    raw = fn.get("arguments")
     try:
-        args = json.loads(c["function"].get("arguments") or "{}")
+        args = json.loads(raw or "{}") if isinstance(raw, str) else raw if raw is not None else {}
     except json.JSONDecodeError:
-        args = {"_unparsed": c["function"].get("arguments")}
-    return ToolCall(c.get("id") or f"call_{i}", c["function"]["name"], args)
+        args = None
+    args = args if isinstance(args, dict) else {"_unparsed": raw}
+    return ToolCall(c.get("id") or f"call_{i}", str(fn.get("name") or ""), args)
 
 # %% ../nbs/05_models.ipynb #2ce91aaf
 def reply_from_openai(d: dict) -> Reply:
-    "A chat-completions response as a `Reply` (llama.cpp answers in the same format)."
-    choice = d["choices"][0]
-    calls = [tool_call_from_openai(c, i) for i, c in enumerate(choice["message"].get("tool_calls") or [])]
-    usage = usage_from_openai(d.get("usage"))
-    return Reply(choice["message"].get("content") or "", calls, usage, choice.get("finish_reason"))
+    "A chat-completions response as a `Reply` (llama.cpp answers in the same format); `ModelError` for anything else."
+    try:
+        choice = d["choices"][0]
+        msg = choice["message"]
+        calls = [tool_call_from_openai(c, i) for i, c in enumerate(msg.get("tool_calls") or [])]
+        text = msg.get("content") or ""
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise ModelError(
+            f"The server's response is not a chat completion: {json.dumps(d, default=str)[:200]}"
+        ) from None
+    return Reply(
+        text if isinstance(text, str) else json.dumps(text),
+        calls,
+        usage_from_openai(d.get("usage")),
+        choice.get("finish_reason"),
+    )
 
 # %% ../nbs/05_models.ipynb #b83535f0
 class OpenAIModel(ModelBase):
@@ -220,6 +240,7 @@ class OpenAIModel(ModelBase):
         base_url: str,
         model: str,
         tools: bool = True,
+        tool_choice: str | None = None,
         max_tokens: int = 4096,
         temperature: float = 0.0,
         retries: int = 6,
@@ -230,18 +251,20 @@ class OpenAIModel(ModelBase):
     ):
         import httpx  # optional dependency (the llm extra)
 
-        self.base_url, self.model, self.native_tools = base_url.rstrip("/"), model, tools
+        self.base_url, self.model, self.native_tools, self.tool_choice = base_url.rstrip("/"), model, tools, tool_choice
         self.name, self.max_tokens, self.temperature = f"openai:{base_url}:{model}", max_tokens, temperature
         self.retries, self.backoff, self.sleep = retries, backoff, sleep
         self.local = re.match(r"https?://(localhost|127\.|0\.0\.0\.0|\[::1\])", self.base_url) is not None
         key = api_key_from("OPENAI_API_KEY", api_key, self.name, required="api.openai.com" in self.base_url)
         self.http = httpx.Client(timeout=timeout, headers={"authorization": f"Bearer {key or 'none'}"})
+        weakref.finalize(self, self.http.close)  # its kept-alive connection closes with the model, not left to warn
 
     def request(self, messages: list, tools: list | None, system: str | None) -> dict:
         msgs = openai_messages(messages, system)
         body = {"model": self.model, "messages": msgs, "max_tokens": self.max_tokens, "temperature": self.temperature}
         if tools and self.native_tools:
             body["tools"] = [{"type": "function", "function": t} for t in tools]
+            body |= {"tool_choice": self.tool_choice} if self.tool_choice else {}
         return body
 
     def query(self, messages: list, tools: list | None = None, system: str | None = None) -> Reply:
@@ -253,9 +276,11 @@ class OpenAIModel(ModelBase):
             return r.json()
 
         what = f"{self.name} request"
-        return reply_from_openai(
-            with_retries(call, classify_http, self.retries, self.backoff, sleep=self.sleep, what=what)
-        )
+        try:
+            d = with_retries(call, classify_http, self.retries, self.backoff, sleep=self.sleep, what=what)
+        except ModelError as e:
+            raise context_full(e) from None
+        return reply_from_openai(d)
 
     def cost(self, usage: Usage) -> float | None:
         return cost(self.model, usage, local=self.local)
@@ -294,7 +319,7 @@ def make_model(spec: str | ModelSpec, **kw) -> Model:
     if m.kind == "anthropic":
         return AnthropicModel(m.name, **kw)
     if m.kind == "openai":
-        return OpenAIModel(m.base_url, m.name, **kw)
+        return OpenAIModel(m.base_url, m.name, **(SMOKE_MODELS[m.name]["client"] if m.is_smoke else {}) | kw)
     if m.kind == "llamacpp":
         return LlamaCppModel(m.path, **kw)
     if m.kind == "replay":

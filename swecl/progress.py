@@ -22,6 +22,8 @@ STOP_WORDS = {
     "cost_limit": "stopped at the cost limit",
     "time_limit": "stopped at the time limit",
     "errors": "stopped after repeated format or tool errors",
+    "repetition": "stopped: the same action with the same result again and again",
+    "context_full": "stopped: the conversation outgrew the model's context window",
 }
 
 

@@ -10,11 +10,12 @@ from pathlib import Path
 from jinja2 import Environment
 
 from . import trajectory as tj
+from .model_base import smoke_label
 from .report_parts import Section
 
 # %% auto #0
 __all__ = ['MAX_OUTPUT', 'ENV', 'STYLE', 'PAGE', 'INDEX', 'clip', 'diff_lines', 'page_item', 'page_html', 'write_pages',
-           'trajectory_section']
+           'smoke_cells', 'trajectory_section']
 
 # %% ../nbs/12d_trajectory_html.ipynb #bc523708
 MAX_OUTPUT = 20_000  # characters of one output on a page
@@ -123,7 +124,8 @@ def write_pages(results: Path, out: Path, title: str = "swecl trajectories") -> 
         back = "../" * len(Path(cell).parts) + "index.html"
         page.write_text(page_html(tj.load_attempt(results / r["cell"], r["record"]), back), encoding="utf-8")
         rows.append(
-            {k: v for k, v in r.items() if k != "record"} | {"cell": cell, "href": f"{cell}/{r['attempt']}.html"}
+            {k: v for k, v in r.items() if k != "record"}
+            | {"cell": cell, "href": f"{cell}/{r['attempt']}.html", "model": r["record"].get("model")}
         )
     cells = {}
     for r in rows:
@@ -132,6 +134,11 @@ def write_pages(results: Path, out: Path, title: str = "swecl trajectories") -> 
     return rows
 
 # %% ../nbs/12d_trajectory_html.ipynb #97003447
+def smoke_cells(rows: list) -> dict:
+    "cell -> its smoke-model label (`model_base.smoke_label`), for the cells of a smoke model among `rows`."
+    return {r["cell"]: lbl for r in rows if (lbl := smoke_label(r.get("model") or ""))}
+
+
 def trajectory_section(out: Path, results: Path) -> Section | None:
     "Trajectory pages of every attempt under `results` into `out/trajectories/`, and the section linking them."
     if not Path(results).is_dir() or not tj.cells_under(results):
@@ -146,5 +153,5 @@ def trajectory_section(out: Path, results: Path) -> Section | None:
         f"Every attempt's trajectory as a page ({len(rows)} pages, [index](trajectories/index.html)): its steps, tool "
         f"calls and outputs, the final diff, the verdict, and tokens and cost by kind.\n\n{table}\n"
         "*Scripted and replay cells are pipeline checks, not a model's results; their pages show what ran.*"
-    )
+    ) + "".join(f"\n\n*{c}: {lbl}; its pages show what it did.*" for c, lbl in smoke_cells(rows).items())
     return Section("Trajectories", body, ["trajectories/index.html"])
