@@ -16,20 +16,25 @@ from .report_parts import Section, md_table
 from .report_results import cell_config
 
 # %% auto #0
-__all__ = ['PIPELINE_COLUMNS', 'is_pipeline_model', 'pipeline_row', 'pipeline_rows', 'pipeline_section']
+__all__ = ['PIPELINE_COLUMNS', 'pipeline_kind', 'pipeline_row', 'pipeline_rows', 'pipeline_section']
 
 # %% ../nbs/12f_report_pipeline.ipynb #a356b9b8
 PIPELINE_COLUMNS = [
-    "experiment", "model", "condition", "seed", "tasks", "attempts", "graded", "left_out", "patches", "ended",
+    "experiment", "model", "kind", "condition", "seed", "tasks", "attempts", "graded", "left_out", "patches", "ended",
 ]  # fmt: skip
 
 # %% ../nbs/12f_report_pipeline.ipynb #fc543b42
-def is_pipeline_model(model: str) -> bool:
-    "Whether a cell's model string names a fixture (scripted, replay) rather than a language model."
+def pipeline_kind(model: str) -> str | None:
+    "What a cell's model is when its cell is a pipeline check: a scripted fixture, a replayed recording, a smoke model."
     try:
-        return not ModelSpec.parse(model).is_language_model
+        spec = ModelSpec.parse(model)
     except ModelError:
-        return False  # not a model swecl can run: the results loader reports it
+        return None  # not a model swecl can run: the results loader reports it
+    if spec.is_smoke:
+        return "smoke model, not a result"
+    return (
+        None if spec.is_language_model else {"scripted": "scripted fixture", "replay": "replayed recording"}[spec.kind]
+    )
 
 # %% ../nbs/12f_report_pipeline.ipynb #bb2015d2
 def pipeline_row(attempts_file: Path, cfg: dict) -> dict:
@@ -41,6 +46,7 @@ def pipeline_row(attempts_file: Path, cfg: dict) -> dict:
     return {
         "experiment": cfg.get("experiment", ""),
         "model": cfg["model"],
+        "kind": pipeline_kind(cfg["model"]),
         "condition": cond,
         "seed": cfg.get("seed"),
         "tasks": len({r["instance_id"] for r in recs if "instance_id" in r}),
@@ -58,7 +64,7 @@ def pipeline_rows(results: Path) -> pd.DataFrame:
     for m in sorted(Path(results).glob("*/*/manifest.json")):
         f = m.parent / "attempts.jsonl"
         cfg = cell_config(f)
-        if is_pipeline_model(cfg["model"]):
+        if pipeline_kind(cfg["model"]):
             rows.append({"cell": m.parent.name} | pipeline_row(f, cfg))
     return pd.DataFrame(rows, columns=["cell", *PIPELINE_COLUMNS])
 
@@ -71,7 +77,7 @@ def pipeline_section(results: Path) -> Section | None:
     return Section(
         "Pipeline checks",
         md_table(df[PIPELINE_COLUMNS])
-        + f"\n\n*{len(df)} cell(s) of scripted or replayed models ran. Their counts show the pipeline worked end to end; "
-        "a scripted model's results are never a model's result and are in no metric, and a replayed recording's are "
+        + f"\n\n*{len(df)} cell(s) of scripted, replayed or smoke models ran. Their counts show the pipeline worked end to end; "
+        "a scripted or smoke model's results are never a result and are in no metric, and a replayed recording's are "
         "graded for real and reported under the recording's name.*",
     )

@@ -14,6 +14,7 @@ import pandas as pd
 from . import datasets, metrics, poisoning
 from .attempts import infra_label, left_out, read_attempts
 from .core import package_file
+from .model_base import smoke_label
 from .report_parts import Section, ci_text, heatmap_figure, learning_curves_figure, md_table, retrieval_figure
 from .schema import DatasetError
 from .validation import expected, load_gradable
@@ -126,11 +127,11 @@ def cell_config(attempts_file: Path) -> dict:
 
 # %% ../nbs/12a_report_results.ipynb #5c24d1ba
 def load_results(results: Path) -> pd.DataFrame:
-    "Every attempt of every cell under `results` with its cell's config (scripted and transfer cells left out), checked strictly."
+    "Every attempt of every cell under `results` with its cell's config, checked strictly; scripted and smoke cells (pipeline checks) and transfer cells (their own section) left out."
     rows = []
     for f in sorted(Path(results).glob("*/*/attempts.jsonl")):
         cfg = cell_config(f)
-        if cfg["model"].startswith("scripted") or cfg.get("source_sequence_id"):  # transfer: swecl.report_transfer
+        if cfg["model"].startswith("scripted") or smoke_label(cfg["model"]) or cfg.get("source_sequence_id"):
             continue
         cond = "none" if cfg["memory"] == "none" else f"{cfg['memory']}/{cfg['content']}"
         keep = {"cell": f.parent.name} | {k: cfg[k] for k in ("experiment", "dataset", "model")}
