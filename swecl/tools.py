@@ -19,8 +19,8 @@ from pyflakes import reporter as pyflakes_reporter
 from .isolation import open_regular
 
 # %% auto #0
-__all__ = ['SERIOUS', 'ToolResult', 'Tool', 'tool_schema', 'truncate', 'LintCollector', 'lint', 'new_problems', 'Toolbox',
-           'file_window']
+__all__ = ['SERIOUS', 'NO_DIR', 'ToolResult', 'Tool', 'tool_schema', 'truncate', 'LintCollector', 'lint', 'new_problems',
+           'Toolbox', 'file_window']
 
 # %% ../nbs/06_tools.ipynb #1209702a
 @dataclass
@@ -170,8 +170,8 @@ def _window(self: Toolbox, path: str, top: int) -> tuple[int, list]:
     p = self._host_path(path)
     if p is None:
         return file_window(io.StringIO(self.s.read_file(path)), top, self.window, self.max_line)
-    with open_regular(p, path) as f:
-        return file_window(io.TextIOWrapper(f), top, self.window, self.max_line)
+    with open_regular(p, path) as f, io.TextIOWrapper(f) as text:  # the wrapper closed too: no ResourceWarning
+        return file_window(text, top, self.window, self.max_line)
 
 # %% ../nbs/06_tools.ipynb #320cde2d
 @patch
@@ -187,10 +187,16 @@ def _view(self: Toolbox, note: str = "") -> ToolResult:
     return ToolResult((note + "\n" if note else "") + head + body + tail)
 
 # %% ../nbs/06_tools.ipynb #6e98df3c
+NO_DIR = "__swecl_no_such_directory__"  # what the shell prints for a folder that is not there
+
+
 @patch
 def find_file(self: Toolbox, file_name: str, dir: str = ".") -> ToolResult:
     q = shlex.quote
-    r = self._sh(f"find {q(dir)} -path ./.git -prune -o -type f -name {q(file_name)} -print | sort | head -101")
+    find = f"find {q(dir)} -path ./.git -prune -o -type f -name {q(file_name)} -print 2>/dev/null | sort | head -101"
+    r = self._sh(f"if [ -d {q(dir)} ]; then {find}; else echo {NO_DIR}; fi")  # find's errors are not file names
+    if r.output.strip() == NO_DIR:
+        return ToolResult(f"There is no directory {dir!r}; give a folder of the repository, such as '.'.")
     hits = [l.removeprefix("./") for l in r.output.split("\n") if l.strip()]
     if not hits:
         return ToolResult(f"No file named {file_name!r} under {dir}.")

@@ -219,7 +219,7 @@ def facts(a: Attempt) -> list:
         ("memory", memory if memory == "none" else f"{memory} ({n('content')})"),
         ("verdict", verdict(r) + (f": {why}" if (why := failure_reason(r)) else "")),
         ("stopped", f"{n('exit_reason')} after {n('steps')} steps"),
-        ("tests", tests + ("" if r.get("patch_applied") is not False else "; the patch did not apply")),
+        ("tests", tests + ("" if r.get("patch_applied") is not False or not (r.get("patch") or "").strip() else "; the patch did not apply")),
         ("time", f"{n('seconds')} s ({n('agent_seconds')} s agent)"),
         ("tool calls", ", ".join(f"{k} {v}" for k, v in (r.get("tool_counts") or {}).items()) or "none"),
     ]  # fmt: skip
