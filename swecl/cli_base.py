@@ -9,7 +9,9 @@ import argparse
 import contextlib
 import io
 import json
+import logging
 import math
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -27,7 +29,7 @@ from .schema import DatasetError
 # %% auto #0
 __all__ = ['BAD_INPUT', 'COUNT', 'POSITIVE', 'SECONDS', 'ARG_TYPES', 'DATASET_HELP', 'arg', 'command', 'UsageError', 'number',
            'write_json', 'write_text', 'output_file', 'frame_text', 'Parser', 'default_text', 'HelpFormatter', 'parser',
-           'dispatch', 'call']
+           'quiet_logging', 'dispatch', 'call']
 
 # %% ../nbs/13a_cli_base.ipynb #86874180
 def arg(*flags, **kw) -> tuple:
@@ -160,6 +162,12 @@ def parser(commands: list) -> argparse.ArgumentParser:
     return p
 
 # %% ../nbs/13a_cli_base.ipynb #5ea7d6f8
+def quiet_logging() -> None:
+    "Library logs at WARNING (swebench's import sets INFO for all: an httpx line per model call), or `$SWECL_LOG_LEVEL`."
+    level = os.environ.get("SWECL_LOG_LEVEL", "WARNING").upper()
+    logging.getLogger().setLevel(level if level in logging.getLevelNamesMapping() else "WARNING")
+
+
 def dispatch(commands: list, argv=None) -> int:
     "Parse `argv`, run the command, and return its exit status."
     p = parser(commands)
@@ -173,6 +181,7 @@ def dispatch(commands: list, argv=None) -> int:
     if not getattr(a, "fn", None):
         p.print_help()
         return 2
+    quiet_logging()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
