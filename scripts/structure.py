@@ -65,7 +65,7 @@ LAYERS = [
     ["transfer"],
     ["report_parts", "estimate", "trajectory"],
     ["report_results", "trajectory_html"],
-    ["report_transfer", "report_pipeline"],
+    ["report_transfer", "report_pipeline", "report_contextbench"],
     ["report"],
     ["cli_base"],
     ["cli_data", "cli_tasks", "cli_runs"],

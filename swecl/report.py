@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import datasets, similarity
+from .report_contextbench import contextbench_section
 from .report_parts import Section, md_table
 from .report_pipeline import pipeline_section
 from .report_results import results_sections
@@ -157,5 +158,6 @@ def render(
     sections = [dataset_section(out, bench), similarity_section(out, bench, all_pairs=all_pairs)]
     results = Path(results).resolve()
     sections += results_sections(out, results, n_resamples)
-    last = [transfer_section(out, results, n_resamples), pipeline_section(results), trajectory_section(out, results)]
+    last = [contextbench_section(), transfer_section(out, results, n_resamples), pipeline_section(results)]
+    last.append(trajectory_section(out, results))
     return write_index(out, sections + [s for s in last if s])
