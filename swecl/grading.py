@@ -29,7 +29,7 @@ from .mini import MINI_DIR
 from .repos import SAFE_GIT
 from .sandbox import Session
 from .schema import Task
-from .testids import docstring_statuses, readable_log, with_id_spellings
+from .testids import missed_statuses, readable_log, with_id_spellings
 
 # %% auto #0
 __all__ = ['APPLY_METHODS', 'TEST_LOG_CHARS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPENDENCY_MSG', 'Grade', 'attempt_verdict',
@@ -162,7 +162,7 @@ def parse_log(task: Task, log: str) -> dict:
     parser = parse_log_pytest if is_mini(task) else MAP_REPO_TO_PARSER.get(task.repo, parse_log_pytest)
     spec = SimpleNamespace(instance_id=task.instance_id, repo=task.repo, version=task.version)
     spec.FAIL_TO_PASS, spec.PASS_TO_PASS = task.FAIL_TO_PASS, task.PASS_TO_PASS
-    return docstring_statuses(task.repo, log) | parser(readable_log(task.repo, log), spec)
+    return missed_statuses(task, log) | parser(readable_log(task.repo, log), spec)
 
 # %% ../nbs/04_grading.ipynb #8b0ffad9
 def test_report(task: Task, statuses: dict) -> dict:
