@@ -18,10 +18,10 @@ import yaml
 from swebench.harness.grading import get_eval_tests_report
 from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
 from swebench.harness.log_parsers.python import parse_log_pytest
-from swebench.harness.test_spec.python import get_test_directives
 
 from . import evidence
 from .core import SandboxError, component_problem, diff_paths
+from .directives import test_directives
 from .envs import swebench_spec
 from .guard import env_changes, env_state, guard_tree, runner_scripts
 from .isolation import RunResult
@@ -33,10 +33,10 @@ from .testids import missed_statuses, readable_log, with_id_spellings
 
 # %% auto #0
 __all__ = ['APPLY_METHODS', 'TEST_LOG_CHARS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPENDENCY_MSG', 'Grade', 'attempt_verdict',
-           'mini_test_cmd', 'is_mini', 'test_directives', 'base_test_command', 'test_command', 'tox_direct',
-           'session_test_command', 'parse_log', 'test_report', 'patch_files', 'apply_patch', 'apply_step',
-           'prepare_tests', 'reset_test_files', 'apply_test_patch', 'run_tests', 'adds_dependency', 'mark_infra',
-           'verdict', 'distrust', 'grade_session', 'grade']
+           'mini_test_cmd', 'is_mini', 'base_test_command', 'test_command', 'tox_direct', 'session_test_command',
+           'parse_log', 'test_report', 'patch_files', 'apply_patch', 'apply_step', 'prepare_tests', 'reset_test_files',
+           'apply_test_patch', 'run_tests', 'adds_dependency', 'mark_infra', 'verdict', 'distrust', 'grade_session',
+           'grade']
 
 # %% ../nbs/04_grading.ipynb #d327c451
 @dataclass
@@ -106,11 +106,6 @@ def mini_test_cmd() -> str:
 
 def is_mini(task: Task) -> bool:
     return task.repo.startswith("swecl-mini/")
-
-# %% ../nbs/04_grading.ipynb #c95efab5
-def test_directives(task: Task) -> list[str]:
-    "SWE-bench's test files/modules to run, from the task's test patch."
-    return get_test_directives({"repo": task.repo, "test_patch": task.test_patch})
 
 # %% ../nbs/04_grading.ipynb #03ec349b
 def base_test_command(task: Task) -> str:
