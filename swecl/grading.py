@@ -153,11 +153,12 @@ def session_test_command(s: Session, task: Task) -> tuple[str, list]:
 
 # %% ../nbs/04_grading.ipynb #d1d87fc3
 def parse_log(task: Task, log: str) -> dict:
-    "Per-test statuses from a test log, with the repository's SWE-bench parser (pytest's for the mini benchmark)."
+    "Per-test statuses by the repository's SWE-bench parser, each expected id also under its own spelling."
     parser = parse_log_pytest if is_mini(task) else MAP_REPO_TO_PARSER.get(task.repo, parse_log_pytest)
     spec = SimpleNamespace(instance_id=task.instance_id, repo=task.repo, version=task.version)
     spec.FAIL_TO_PASS, spec.PASS_TO_PASS = task.FAIL_TO_PASS, task.PASS_TO_PASS
-    return missed_statuses(task, log) | parser(readable_log(task.repo, log), spec)
+    statuses = missed_statuses(task, log) | parser(readable_log(task.repo, log), spec)
+    return with_id_spellings(task.FAIL_TO_PASS + task.PASS_TO_PASS, statuses)
 
 # %% ../nbs/04_grading.ipynb #8b0ffad9
 def test_report(task: Task, statuses: dict) -> dict:
