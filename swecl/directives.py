@@ -25,9 +25,10 @@ TEST_MODULE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test)\.py$")  # pytest's d
 
 
 def test_modules(directives: list, expected: list) -> list:
-    "`directives` less each Python file that is no test module by name and that no id in `expected` names."
-    named = {t.split("::")[0] for t in expected}
-    return [d for d in directives if not d.endswith(".py") or TEST_MODULE.search(d) or d in named]
+    "`directives` less the Python files no id in `expected` lives in (by the ids' paths, else by the files' names)."
+    named = {t.split("::")[0] for t in expected if "::" in t}
+    keep = named.__contains__ if named else TEST_MODULE.search
+    return [d for d in directives if not d.endswith(".py") or keep(d)]
 
 
 def test_directives(task: Task) -> list[str]:
