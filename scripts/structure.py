@@ -50,6 +50,7 @@ LAYERS = [
         "pool_bash",
         "pool_session",
         "testids",
+        "directives",
         "progress",
         "local_llm",
     ],

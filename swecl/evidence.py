@@ -197,7 +197,10 @@ def defect_evidence(instance_id: str, log: str, resolved: bool = False, test_pat
     if line := fix_in_test_patch(test_patch):
         return "The task's test_patch changes a source file, so it carries the fix: no patch can be graded on it.", line
     d = known_defects().get(instance_id)
-    if resolved or not d or not unpassed or not all(re.search(d["tests"], t) for t in unpassed):
+    if not d:
         return None
+    only_its_tests = bool(unpassed) and all(re.search(d["tests"], t) for t in unpassed)
+    if not d.get("every_run") and (resolved or not only_its_tests):
+        return None  # an `every_run` defect leaves no grade to read: the sign alone decides
     line = evidence(log, (d["sign"],))
     return (f"A known defect of the dataset ({d['reference']}): {d['why']}.", line) if line else None

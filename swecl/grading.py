@@ -18,10 +18,10 @@ import yaml
 from swebench.harness.grading import get_eval_tests_report
 from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
 from swebench.harness.log_parsers.python import parse_log_pytest
-from swebench.harness.test_spec.python import get_test_directives
 
 from . import evidence
 from .core import SandboxError, component_problem, diff_paths
+from .directives import test_directives
 from .envs import swebench_spec
 from .guard import env_changes, env_state, guard_tree, runner_scripts
 from .isolation import RunResult
@@ -29,14 +29,14 @@ from .mini import MINI_DIR
 from .repos import SAFE_GIT
 from .sandbox import Session
 from .schema import Task
-from .testids import docstring_statuses, readable_log, with_id_spellings
+from .testids import missed_statuses, readable_log, with_id_spellings
 
 # %% auto #0
 __all__ = ['APPLY_METHODS', 'TEST_LOG_CHARS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPENDENCY_MSG', 'Grade', 'attempt_verdict',
-           'mini_test_cmd', 'is_mini', 'test_directives', 'base_test_command', 'test_command', 'tox_direct',
-           'session_test_command', 'parse_log', 'test_report', 'patch_files', 'apply_patch', 'apply_step',
-           'prepare_tests', 'reset_test_files', 'apply_test_patch', 'run_tests', 'adds_dependency', 'mark_infra',
-           'verdict', 'distrust', 'grade_session', 'grade']
+           'mini_test_cmd', 'is_mini', 'base_test_command', 'test_command', 'tox_direct', 'session_test_command',
+           'parse_log', 'test_report', 'patch_files', 'apply_patch', 'apply_step', 'prepare_tests', 'reset_test_files',
+           'apply_test_patch', 'run_tests', 'adds_dependency', 'mark_infra', 'verdict', 'distrust', 'grade_session',
+           'grade']
 
 # %% ../nbs/04_grading.ipynb #d327c451
 @dataclass
@@ -107,11 +107,6 @@ def mini_test_cmd() -> str:
 def is_mini(task: Task) -> bool:
     return task.repo.startswith("swecl-mini/")
 
-# %% ../nbs/04_grading.ipynb #c95efab5
-def test_directives(task: Task) -> list[str]:
-    "SWE-bench's test files/modules to run, from the task's test patch."
-    return get_test_directives({"repo": task.repo, "test_patch": task.test_patch})
-
 # %% ../nbs/04_grading.ipynb #03ec349b
 def base_test_command(task: Task) -> str:
     "The spec's `test_cmd` (a list of commands is chained), or the mini benchmark's."
@@ -158,11 +153,12 @@ def session_test_command(s: Session, task: Task) -> tuple[str, list]:
 
 # %% ../nbs/04_grading.ipynb #d1d87fc3
 def parse_log(task: Task, log: str) -> dict:
-    "Per-test statuses from a test log, with the repository's SWE-bench parser (pytest's for the mini benchmark)."
+    "Per-test statuses by the repository's SWE-bench parser, each expected id also under its own spelling."
     parser = parse_log_pytest if is_mini(task) else MAP_REPO_TO_PARSER.get(task.repo, parse_log_pytest)
     spec = SimpleNamespace(instance_id=task.instance_id, repo=task.repo, version=task.version)
     spec.FAIL_TO_PASS, spec.PASS_TO_PASS = task.FAIL_TO_PASS, task.PASS_TO_PASS
-    return docstring_statuses(task.repo, log) | parser(readable_log(task.repo, log), spec)
+    statuses = missed_statuses(task, log) | parser(readable_log(task.repo, log), spec)
+    return with_id_spellings(task.FAIL_TO_PASS + task.PASS_TO_PASS, statuses)
 
 # %% ../nbs/04_grading.ipynb #8b0ffad9
 def test_report(task: Task, statuses: dict) -> dict:

@@ -9,8 +9,9 @@ import re
 from collections import Counter
 
 # %% auto #0
-__all__ = ['PARAM_INDEX', 'FILE_MARK', 'DOCSTRING_RESULT', 'RUNNER_STATUS', 'id_spellings', 'with_id_spellings', 'readable_log',
-           'docstring_statuses']
+__all__ = ['PARAM_INDEX', 'FILE_MARK', 'DOCSTRING_RESULT', 'RUNNER_STATUS', 'JOINED_RESULT', 'ANSI', 'PYTEST_STATUSES',
+           'id_spellings', 'with_id_spellings', 'readable_log', 'docstring_statuses', 'joined_statuses',
+           'spaced_statuses', 'missed_statuses']
 
 # %% ../nbs/04e_testids.ipynb #7f6b58a5
 PARAM_INDEX = re.compile(r"_(\d+)\]$")  # pytest 8's `x_0`, older pytest's `x0`
@@ -59,3 +60,35 @@ def docstring_statuses(repo: str, log: str) -> dict:
     if repo != "django/django":
         return {}
     return {m.group(1): RUNNER_STATUS[m.group(2)] for m in DOCSTRING_RESULT.finditer(log)}
+
+# %% ../nbs/04e_testids.ipynb #a7a65b6e
+JOINED_RESULT = re.compile(r"^[^\n]*? \.\.\. (test\w* \([\w.]+\)) \.\.\. (ok|FAIL|ERROR|skipped\b)", re.M)
+
+
+def joined_statuses(repo: str, log: str) -> dict:
+    "django: the status of a test printed on the line of a test whose subtests' results come later."
+    if repo != "django/django":
+        return {}
+    return {m.group(1): RUNNER_STATUS[m.group(2)] for m in JOINED_RESULT.finditer(log)}
+
+# %% ../nbs/04e_testids.ipynb #f7af6f5a
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+PYTEST_STATUSES = ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL")  # SWE-bench's TestStatus
+
+
+def spaced_statuses(log: str, expected: list) -> dict:
+    "pytest's status of each id in `expected` that holds a space, from its whole `STATUS id[ - message]` summary line."
+    spaced = sorted((t for t in expected if " " in t), key=len, reverse=True)  # longest first
+    out = {}
+    for line in ANSI.sub("", log).splitlines() if spaced else []:
+        word, _, rest = line.partition(" ")
+        if word in PYTEST_STATUSES:
+            if t := next((t for t in spaced if rest == t or rest.startswith(f"{t} - ")), None):
+                out[t] = word
+    return out
+
+
+def missed_statuses(task, log: str) -> dict:
+    "The statuses SWE-bench's parser for `task.repo` misses in `log`: django's docstring and joined lines, spaced ids."
+    django = docstring_statuses(task.repo, log) | joined_statuses(task.repo, log)
+    return django | spaced_statuses(log, task.FAIL_TO_PASS + task.PASS_TO_PASS)
