@@ -22,9 +22,9 @@ from scipy import stats
 
 # %% auto #0
 __all__ = ['PROJECT_ROOT', 'PACKAGE_DATA', 'MAX_COMPONENT_BYTES', 'JSONL_POLICIES', 'DIFF_HEADER', 'package_file', 'cache_dir',
-           'sha256_file', 'sha256_text', 'component_problem', 'InfraError', 'EnvError', 'SandboxError', 'append_jsonl',
-           'JsonlError', 'parse_jsonl', 'read_jsonl', 'config_diff', 'git_commit', 'ensure_manifest', 'diff_paths',
-           'iso_time', 'bootstrap_ci']
+           'sha256_file', 'sha256_text', 'write_atomic', 'component_problem', 'InfraError', 'EnvError', 'SandboxError',
+           'append_jsonl', 'JsonlError', 'parse_jsonl', 'read_jsonl', 'config_diff', 'git_commit', 'ensure_manifest',
+           'diff_paths', 'iso_time', 'bootstrap_ci']
 
 # %% ../nbs/00_core.ipynb #03be6dbd
 _HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd().parent / "swecl"
@@ -54,6 +54,21 @@ def sha256_file(path) -> str:
 def sha256_text(text: str) -> str:
     "The sha256 of a text's UTF-8 bytes."
     return hashlib.sha256(text.encode()).hexdigest()
+
+# %% ../nbs/00_core.ipynb #7e576f82
+def write_atomic(path, write, binary: bool = False) -> Path:
+    "Write `path` by `write(file)` into a temporary file beside it, then rename it into place: no reader sees half a file."
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb" if binary else "w") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)  # a failed write leaves neither a half file nor its temporary
+        raise
+    return path
 
 # %% ../nbs/00_core.ipynb #494d2413
 MAX_COMPONENT_BYTES = 200

@@ -6,14 +6,12 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
-from .core import cache_dir
+from .core import cache_dir, write_atomic
 
 # %% auto #0
 __all__ = ['PACKAGES', 'embedder_identity', 'text_key', 'CachedEmbedder', 'cached_embedder']
@@ -72,10 +70,7 @@ class CachedEmbedder:
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / "IDENTITY").write_text(self.identity + "\n")
         name = hashlib.sha256("".join(keys).encode()).hexdigest()[:24] + ".npz"
-        fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, keys=np.array(keys), vectors=vectors)
-        os.replace(tmp, self.folder / name)
+        write_atomic(self.folder / name, lambda f: np.savez(f, keys=np.array(keys), vectors=vectors), binary=True)
 
     def encode(self, texts: list, progress: bool = False, **kw) -> np.ndarray:
         store, keys = self._load(), [text_key(self.identity, t) for t in texts]

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
-import tempfile
 from dataclasses import asdict, is_dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .core import cache_dir, package_file
+from .core import cache_dir, package_file, write_atomic
 from .grading import Grade, grade
 from .schema import Task
 
@@ -84,12 +82,7 @@ class GradeCache:
     def write(self, key: str, g: Grade) -> None:
         log = Path(g.log_path).read_text(errors="replace") if g.log_path and Path(g.log_path).is_file() else ""
         entry = {"grade": asdict(g) | {"log_path": None}, "log": log}
-        p = self.path(key)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(entry, f)
-        os.replace(tmp, p)
+        write_atomic(self.path(key), lambda f: json.dump(entry, f))
 
     def grade(self, task: Task, patch: str, sandbox, timeout: float | None = None, log_dir=None) -> Grade:
         "As `grading.grade`, read from the store when this exact grading was done before."

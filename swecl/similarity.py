@@ -8,9 +8,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import os
 import random
-import tempfile
 from importlib import metadata
 from itertools import combinations
 from pathlib import Path
@@ -20,7 +18,7 @@ import pandas as pd
 from sklearn.feature_extraction.text import TfidfVectorizer
 from tqdm.auto import tqdm
 
-from .core import cache_dir, package_file
+from .core import cache_dir, package_file, write_atomic
 from .schema import DIFFICULTY_NAMES, Benchmark, DatasetError, Sequence, row_error
 
 # %% auto #0
@@ -128,11 +126,7 @@ def similarity_table_cached(pairs: list, progress: bool = False, names: dict = D
     if path.is_file():
         return pd.read_parquet(path)
     df = similarity_table(pairs, progress, names)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    os.close(fd)
-    df.to_parquet(tmp, index=False)
-    os.replace(tmp, path)  # atomic: a concurrent report never reads half a table
+    write_atomic(path, lambda f: df.to_parquet(f, index=False), binary=True)  # a concurrent report never reads half
     return df
 
 # %% ../nbs/02_similarity.ipynb #8aa15c05
