@@ -25,7 +25,7 @@ from .core import SandboxError, cache_dir
 from .envs import Env, swebench_spec
 from .isolation import SANDBOX_UID, Limits, OutputCap, RunResult, scrubbed_env
 from .repos import SAFE_GIT
-from .sandbox import MAX_READ_BYTES, take_patch
+from .sandbox import MAX_READ_BYTES, install_steps, take_patch
 from .schema import Task
 
 # %% auto #0
@@ -175,21 +175,13 @@ def reap(self: DockerSession):
 @patch
 def install(self: DockerSession, pre: bool = True) -> RunResult | None:
     "The env's `pre_install` edits (when `pre`) and `install` step, as `LocalSession.install`; the install as root."
-    if not self.env.install and not (pre and self.env.pre_install):
-        return None
-    out, t0 = [], time.time()
-    for c in self.env.pre_install if pre else []:
-        r = self.run(c)
-        out.append(f"$ {c}\n{r.output}")
-        if r.exit_code:
-            return RunResult(r.exit_code, "\n".join(out), time.time() - t0)
-    if self.env.install:
+
+    def step():
         r = self.run(self.env.install, writable_env=True)
-        out.append(f"$ {self.env.install}\n{r.output}")
         self.run(f"chown -R {SANDBOX_UID}: /testbed", writable_env=True)  # what the install built, to the user
-        if r.exit_code:
-            return RunResult(r.exit_code, "\n".join(out), time.time() - t0)
-    return RunResult(0, "\n".join(out), time.time() - t0)
+        return r
+
+    return install_steps(self, pre, step)
 
 # %% ../nbs/03n_docker_sandbox.ipynb #d69936b5
 @patch

@@ -28,8 +28,8 @@ from .repos import SAFE_GIT, export_tree, find_repo, git
 from .schema import Task
 
 # %% auto #0
-__all__ = ['MAX_READ_BYTES', 'PATCH_SIZES', 'MOUNTED', 'Session', 'LocalSession', 'PatchTooLarge', 'take_patch', 'disk_cap',
-           'LocalSandbox']
+__all__ = ['MAX_READ_BYTES', 'PATCH_SIZES', 'MOUNTED', 'Session', 'LocalSession', 'PatchTooLarge', 'take_patch', 'install_steps',
+           'disk_cap', 'LocalSandbox']
 
 # %% ../nbs/03_sandbox.ipynb #bb605016
 @runtime_checkable
@@ -157,26 +157,33 @@ def diff(self: LocalSession) -> str:
     return take_patch(self, f"{SAFE_GIT} add -A >/dev/null 2>&1; {git_diff}")
 
 # %% ../nbs/03_sandbox.ipynb #d31f3dda
+def install_steps(session, pre: bool, install_step) -> RunResult | None:
+    "The env's `pre_install` edits (when `pre`), then `install_step()` (the sandbox's own way to run `install`); the first failure stops."
+    env = session.env
+    if not env.install and not (pre and env.pre_install):
+        return None
+    steps = [(c, lambda c=c: session.run(c)) for c in (env.pre_install if pre else [])]
+    steps += [(env.install, install_step)] if env.install else []
+    out, t0 = [], time.time()
+    for command, step in steps:
+        r = step()
+        out.append(f"$ {command}\n{r.output}")
+        if r.exit_code:
+            return RunResult(r.exit_code, "\n".join(out), time.time() - t0)
+    return RunResult(0, "\n".join(out), time.time() - t0)
+
+
 @patch
 def install(self: LocalSession, pre: bool = True) -> RunResult | None:
     "The spec's `pre_install` edits (when `pre`) and per-task `install` step, with the env writable under a lock."
-    if not self.env.install and not (pre and self.env.pre_install):
-        return None
-    out, t0 = [], time.time()
-    for c in self.env.pre_install if pre else []:
-        r = self.run(c)
-        out.append(f"$ {c}\n{r.output}")
-        if r.exit_code:
-            return RunResult(r.exit_code, "\n".join(out), time.time() - t0)
-    if self.env.install:
+
+    def step():
         with FileLock(str(self.env.path) + ".install.lock"):
             if self.env.path.stat().st_uid != sandbox_uid():
                 chown_tree(self.env.path, sandbox_uid())
-            r = self.run(self.env.install, writable_env=True)
-            out.append(f"$ {self.env.install}\n{r.output}")
-            if r.exit_code:
-                return RunResult(r.exit_code, "\n".join(out), time.time() - t0)
-    return RunResult(0, "\n".join(out), time.time() - t0)
+            return self.run(self.env.install, writable_env=True)
+
+    return install_steps(self, pre, step)
 
 # %% ../nbs/03_sandbox.ipynb #d4971a5d
 @patch
