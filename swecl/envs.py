@@ -105,6 +105,12 @@ def swebench_spec(task: Task) -> dict:
     "SWE-bench's install spec of the task's (repo, version)."
     if task.version is None:
         why = task.extra.get("spec_version_source") or "a SWE-Bench-CL file carries none"
+        if specversion.ABSENT_COMMIT.match(why):
+            raise EnvError(
+                f"{task.instance_id}'s base commit is not in the mirror, so its spec version cannot be derived "
+                f"({why}); fetch a newer mirror of {task.repo}.",
+                "missing-commit",
+            )
         raise EnvError(
             f"{task.instance_id} has no SWE-bench version ({why}); put swe-bench-verified.jsonl in "
             "SWECL_DATA_DIR so swecl can join its row, or use --dataset verified.",

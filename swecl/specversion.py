@@ -17,8 +17,9 @@ from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS
 from .repos import git_in, git_show
 
 # %% auto #0
-__all__ = ['FILE_PATTERNS', 'RULES', 'READERS', 'CLASSIFIER', 'METADATA_FILES', 'Rule', 'major_minor', 'to_spec_key',
-           'derive_spec_version', 'assign_spec_version', 'spec_version_notes', 'declared_python', 'derived_python']
+__all__ = ['FILE_PATTERNS', 'RULES', 'READERS', 'ABSENT_COMMIT', 'CLASSIFIER', 'METADATA_FILES', 'Rule', 'major_minor',
+           'to_spec_key', 'derive_spec_version', 'assign_spec_version', 'spec_version_notes', 'declared_python',
+           'derived_python']
 
 # %% ../nbs/01c_specversion.ipynb #d0149e27
 # Patterns SWE-bench's versioning/constants.py applied to version files (plus pyproject's
@@ -207,6 +208,9 @@ def _keyed(spec_keys: list[str]) -> list[tuple[Version, str]]:
     return keyed
 
 # %% ../nbs/01c_specversion.ipynb #c3ba1597
+ABSENT_COMMIT = re.compile(r"^commit [0-9a-f]+ not in ")  # the source recorded when the mirror lacks the base commit
+
+
 def derive_spec_version(repo: str, gitdir: Path, commit: str, spec_keys: list[str]) -> tuple[str | None, str]:
     """(SWE-bench spec key for `repo` at `commit`, where the version came from)."""
     rule = RULES.get(repo)
