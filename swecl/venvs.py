@@ -19,7 +19,7 @@ from uv import find_uv_bin
 from .core import EnvError
 
 # %% auto #0
-__all__ = ['PYTHON_DIRS', 'SETUPTOOLS', 'FAR_FUTURE', 'NETWORK_ERRORS', 'OLD_SETUPTOOLS', 'OLD_BUILD_SIGN', 'host_python',
+__all__ = ['PYTHON_DIRS', 'SETUPTOOLS', 'FAR_FUTURE', 'NETWORK_ERRORS', 'OLD_SETUPTOOLS', 'OLD_BUILD_SIGNS', 'host_python',
            'home_of', 'atomic_dir', 'uv_bin', 'python_version', 'pyenv_root', 'python_candidates', 'installed_pythons',
            'closest_version', 'find_python', 'dated_args', 'install_failure', 'pip_install', 'own_interpreter',
            'relocate_scripts', 'link_shared', 'create_venv', 'has_pep517_backend']
@@ -161,7 +161,8 @@ def install_failure(args: list, r: subprocess.CompletedProcess) -> EnvError:
 
 # %% ../nbs/03i_venvs.ipynb #832b6de9
 OLD_SETUPTOOLS = "setuptools<46"  # the last with `setuptools.Feature`, which 2017-2019 sdists import (maxminddb 1.4)
-OLD_BUILD_SIGN = "cannot import name 'Feature'"
+# what an old sdist's build prints on a new setuptools: `Feature` went in 46, `use_2to3` in 58 (sqlparse 0.2)
+OLD_BUILD_SIGNS = ("cannot import name 'Feature'", "use_2to3 is invalid")
 
 
 def pip_install(
@@ -190,7 +191,7 @@ def pip_install(
         {"cmd": cmd[5:] if uv else cmd[1:], "rc": r.returncode}
         | ({"build_tools": build_tools} if build_tools != SETUPTOOLS else {})
     )
-    if r.returncode and uv and build_tools == SETUPTOOLS and OLD_BUILD_SIGN in (r.stderr or ""):
+    if r.returncode and uv and build_tools == SETUPTOOLS and any(x in (r.stderr or "") for x in OLD_BUILD_SIGNS):
         # shown by the error, and logged: an old sdist's build needs the setuptools of its time
         return pip_install(uv, py, args, cutoff, log, env, no_build_isolation, lifts, OLD_SETUPTOOLS)
     if r.returncode:
