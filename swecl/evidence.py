@@ -15,9 +15,10 @@ from .core import package_file
 __all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_SIGNS', 'MAX_EVIDENCE', 'network_sign',
            'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'LEFT_OUT_MSG', 'NOT_IN_SPEC_MSG',
            'SKIP_REASONS', 'DATABASE_MSG', 'DATABASE_SKIPS', 'IMAGE_TEST', 'IMAGE_SIGNS', 'FREETYPE_MSG',
-           'PATCHED_PATH', 'CUT_NOTE', 'LOG_CUT_MSG', 'SQLITE_SIGNS', 'SQLITE_MSG', 'KNOWN_DEFECTS', 'TEST_DIRS',
-           'LIBRARY_TEST_DIRS', 'DIFF_FILE', 'evidence', 'last_line', 'not_passed', 'left_out_evidence', 'test_name',
-           'skip_evidence', 'image_evidence', 'patched_file_line', 'absent_evidence', 'cut_evidence', 'known_defects',
+           'PATCHED_PATH', 'MISSING_NAME', 'NEW_FILE', 'DEFINED', 'CODE_ROOTS', 'CUT_NOTE', 'LOG_CUT_MSG',
+           'SQLITE_SIGNS', 'SQLITE_MSG', 'KNOWN_DEFECTS', 'TEST_DIRS', 'LIBRARY_TEST_DIRS', 'DIFF_FILE', 'evidence',
+           'last_line', 'not_passed', 'left_out_evidence', 'test_name', 'skip_evidence', 'image_evidence',
+           'patched_file_line', 'added_names', 'fix_name_line', 'absent_evidence', 'cut_evidence', 'known_defects',
            'is_test_file', 'fix_in_test_patch', 'defect_evidence']
 
 # %% ../nbs/04c_evidence.ipynb #ecc2b3bb
@@ -139,6 +140,35 @@ def patched_file_line(log: str, patch: str) -> str | None:
     if not files:
         return None
     return evidence(log, [rf"(^|[\s/\"'(]){re.escape(f)}\b" for f in files])
+
+# %% ../nbs/04c_evidence.ipynb #2c71acf7
+MISSING_NAME = re.compile(
+    r"No module named '(?P<module>[\w.]+)'|cannot import name '(?P<name>\w+)'"
+    r"|(?:module '[\w.]+'|type object '\w+') has no attribute '(?P<attr>\w+)'"  # not any object's: a None's is a bug
+)
+NEW_FILE = re.compile(r"^--- /dev/null\n\+\+\+ b/(\S+)\.py$", re.M)
+DEFINED = re.compile(r"^\+(?:    )?(?:async\s+)?(?:class|def)\s+(\w+)|^\+(\w+)\s*(?::[^=\n]*)?=", re.M)
+CODE_ROOTS = ("src/", "lib/")  # layouts whose package sits one folder down
+
+
+def added_names(fix: str) -> tuple[set, set]:
+    "(dotted modules the patch creates, names it defines at module or class level)."
+    modules = set()
+    for path in NEW_FILE.findall(fix or ""):
+        path = path.removesuffix("/__init__")
+        path = next((path[len(r) :] for r in CODE_ROOTS if path.startswith(r)), path)
+        modules.add(path.replace("/", "."))
+    return modules, {a or b for a, b in DEFINED.findall(fix or "")}
+
+
+def fix_name_line(log: str, fix: str) -> str | None:
+    "The first log line where the tests miss a module or name that only `fix` (the gold patch) adds, else None."
+    modules, names = added_names(fix)
+    for line in (log or "").splitlines():
+        if m := MISSING_NAME.search(line):
+            if m["module"] in modules or (m["name"] or m["attr"]) in names:
+                return line.strip()[:MAX_EVIDENCE]
+    return None
 
 # %% ../nbs/04c_evidence.ipynb #2d316b46
 def absent_evidence(log: str, absent) -> str | None:

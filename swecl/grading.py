@@ -280,6 +280,9 @@ def verdict(
         if patch.strip() and (line := evidence.patched_file_line(log, patch)):
             g.evidence = line  # the patch broke the test run: the model's failure, graded unresolved
             return g
+        if line := evidence.fix_name_line(log, task.patch):
+            g.evidence = line  # the tests import what only the fix adds: the code's failure, graded unresolved
+            return g
         if py_sign:
             msg = f"The test log has no per-test results (exit code {r.exit_code}), on a Python other than the spec asks for."
             return mark_infra(g, "python-version", msg, py_sign)
