@@ -141,7 +141,7 @@ def patched_file_line(log: str, patch: str) -> str | None:
         return None
     return evidence(log, [rf"(^|[\s/\"'(]){re.escape(f)}\b" for f in files])
 
-# %% ../nbs/04c_evidence.ipynb #2c71acf7
+# %% ../nbs/04c_evidence.ipynb #fcc9ee85
 MISSING_NAME = re.compile(
     r"No module named '(?P<module>[\w.]+)'|cannot import name '(?P<name>\w+)'"
     r"|(?:module '[\w.]+'|type object '\w+') has no attribute '(?P<attr>\w+)'"  # not any object's: a None's is a bug
