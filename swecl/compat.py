@@ -37,6 +37,8 @@ COMPAT_RELEASES = {
     "iniconfig": ("3.10", "2020-08-01T00:00:00Z"),  # 1.0.1: 1.0.0 is an sdist that needs a 2016+ setuptools_scm
     "toml": ("3.10", "2018-10-05T00:00:00Z"),  # 0.10.0
     "packaging": ("3.10", "2014-09-06T00:00:00Z"),  # 14.0
+    # numpy before 1.11.3 has no wheel for 3.6, and its source no longer builds (glibc 2.26 dropped xlocale.h)
+    "numpy": ("3.6", "2017-01-01T00:00:00Z"),  # 1.11.3's cp36 wheels: 2016-12-31
 }
 
 # %% ../nbs/03e_compat.ipynb #831c3297
