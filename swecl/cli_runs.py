@@ -28,7 +28,8 @@ def cell_line(c: dict) -> str:
     "The line `run` prints for one cell summary `c`."
     if c.get("error"):
         return f"{c['cell']}: ERROR {c['error']}"
-    return f"{c['cell']}: {c['resolved_first']}/{c['n_tasks']} resolved on first attempt, {c['attempts']} attempts ({c['new']} new)"
+    left = f", {n} left out (not gradable here)" if (n := c.get("left_out")) else ""
+    return f"{c['cell']}: {c['resolved_first']}/{c['n_tasks']} resolved on first attempt, {c['attempts']} attempts ({c['new']} new){left}"
 
 # %% ../nbs/13d_cli_runs.ipynb #3139c313
 MAX_TOTAL_COST = 20.0  # USD: a run estimated above it needs --max-total-cost raised

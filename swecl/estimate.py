@@ -16,6 +16,7 @@ import pandas as pd
 from .model_base import ModelSpec, price_of
 from .runner import attempt_order, cell_tasks, is_model_error
 from .transfer import condition_label
+from .validation import not_gradable
 
 # %% auto #0
 __all__ = ['POOL_FILE', 'TOKENS', 'PRIORS', 'PRIOR_SOURCE', 'LOCAL_URL', 'measure_priors', 'prices', 'records', 'observed',
@@ -126,16 +127,18 @@ def estimate(cells: list, bench, out=None, workers: int = 1) -> dict:
     "Per cell and in total: tasks, attempts, re-tests, attempts to run, expected tokens, cost (USD) and seconds."
     rows, per_model = [], {}
     for c in cells:
-        order = attempt_order(len(cell_tasks(c, bench)), c.n_samples, c.schedule)
-        todo = len(set(order) - done_attempts(out, c)) if out else len(order)
+        tasks, skip = cell_tasks(c, bench), not_gradable(c.dataset)
+        order = attempt_order(len(tasks), c.n_samples, c.schedule)
+        left = {a for a in order if tasks[a[2] - 1].instance_id in skip}  # recorded with their label, not run
+        todo = len(set(order) - left - (done_attempts(out, c) if out else set()))
         fig = per_model.setdefault(c.model, per_attempt(c.spec, out))
         one = capped(fig, c)
         rows.append(
             {"cell": c.id, "model": c.spec.label, "condition": condition_label(c), "seed": c.seed, "sequence": c.sequence_id,
-             "tasks": len(cell_tasks(c, bench)), "attempts": len(order), "retests": sum(k == "retest" for k, *_ in order),
-             "to_run": todo} | {k: None if v is None else v * todo for k, v in one.items()}
+             "tasks": len(tasks), "attempts": len(order), "retests": sum(k == "retest" for k, *_ in order),
+             "to_run": todo, "left_out": len(left)} | {k: None if v is None else v * todo for k, v in one.items()}
         )  # fmt: skip
-    tot = {k: sum(r[k] for r in rows) for k in ("attempts", "retests", "to_run")}
+    tot = {k: sum(r[k] for r in rows) for k in ("attempts", "retests", "to_run", "left_out")}
     tot["tasks"] = sum({r["sequence"]: r["tasks"] for r in rows}.values())  # distinct tasks: each sequence once
     tot |= {k: total([r[k] for r in rows]) for k in (*TOKENS, "cost", "seconds")}
     longest = max((r["seconds"] for r in rows), default=0) if tot["seconds"] is not None else None
@@ -192,7 +195,8 @@ def estimate_text(e: dict) -> str:
     )
     lines = [
         f"estimate: {t['cells']} cells (sequence × model × condition × seed) over {t['tasks']} tasks: {t['attempts']} "
-        f"attempts ({t['retests']} re-tests), {t['to_run']} to run",
+        f"attempts ({t['retests']} re-tests), {t['to_run']} to run"
+        + (f", {t['left_out']} left out (their tasks do not grade here)" if t.get("left_out") else ""),
         show.to_string(index=False),
         f"tokens: {tokens_text(t)}",
         f"cost: {money(t['cost'])}"

@@ -35,6 +35,7 @@ from .progress import CellProgress, draws_bars
 from .sandboxes import sandbox_for
 from .schema import Task
 from .studies import retrieval_table, validate_plan
+from .validation import NOT_GRADABLE, left_out_result, not_gradable
 
 # %% auto #0
 __all__ = ['CHECKED', 'MODEL_ERROR_STOP', 'PR_SET_PDEATHSIG', 'NO_MODEL', 'model_sha256', 'check_provenance', 'is_model_error',
@@ -70,8 +71,9 @@ def is_model_error(attempt: dict) -> bool:
 
 
 def has_patch(attempt: dict) -> bool:
-    "Whether the attempt produced a patch: not a model error, and not a diff refused as too large to record."
-    return not is_model_error(attempt) and attempt.get("infra_reason") != "patch-too-large"
+    "Whether the attempt produced a patch: not a model error, not a diff too large to record, not a task left out."
+    left_out = attempt.get("infra_reason") == "patch-too-large" or attempt.get("exit_reason") == NOT_GRADABLE
+    return not is_model_error(attempt) and not left_out
 
 
 def expected_predictions(attempts: list, model: str) -> list:
@@ -218,6 +220,9 @@ def run_attempt(
     "Run attempt `key` = (kind, i, j, sample) of the cell and record it; its attempts.jsonl record."
     kind, i, j, s = key
     t = tasks[j - 1]
+    if label := not_gradable(cell.dataset).get(t.instance_id):  # not run: never graded as 0
+        st.add(rec := attempt_record(cell, t, kind, i, j, s, len(tasks), left_out_result(t, label, cell.dataset), []))
+        return rec
     exclude = {t.instance_id} if kind == "retest" and cell.exclude_self else set()
     ctx, retrieved = mem.context_for(t, exclude, cell.sequence_id)
     traj = st.dir / "trajectories" / f"{attempt_id(*key)}.jsonl"
@@ -252,12 +257,13 @@ def run_attempts(cell, st, mem, agent: tuple, tasks: list, todo: list, progress:
 
 
 def cell_summary(cell, st, todo: list, tasks: list) -> dict:
-    "What `run_cell` returns of a cell's store: attempts with a verdict, new ones, tasks, first-attempt fixes, model errors."
+    "What `run_cell` returns of a cell's store: attempts (model errors apart), new ones, tasks, first-attempt fixes, model errors, tasks left out."
     valid = [a for a in st.attempts if not is_model_error(a)]
     return {
         "cell": cell.id, "dir": str(st.dir), "attempts": len(valid), "new": len(todo), "n_tasks": len(tasks),
         "resolved_first": sum(bool(a["resolved"]) for a in valid if a["kind"] == "first"),
         "model_errors": len(st.attempts) - len(valid),
+        "left_out": sum(a.get("exit_reason") == NOT_GRADABLE for a in valid),
     }  # fmt: skip
 
 

@@ -7,19 +7,21 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from functools import cache
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
 from .core import package_file
+from .datasets import KNOWN
 from .gradecache import GradeCache
 from .grading import Grade, grade
 from .schema import Task
 
 # %% auto #0
-__all__ = ['POLICIES', 'DEFINITIONS', 'GRADABLE_DIR', 'policy_patch', 'resolved_definition', 'expected', 'validate',
-           'validation_table', 'validate_policies', 'harness_table', 'gradable_record', 'read_gradable',
-           'load_gradable', 'gradable_onto', 'read_onto']
+__all__ = ['POLICIES', 'DEFINITIONS', 'GRADABLE_DIR', 'NOT_GRADABLE', 'policy_patch', 'resolved_definition', 'expected',
+           'validate', 'validation_table', 'validate_policies', 'harness_table', 'gradable_record', 'read_gradable',
+           'load_gradable', 'gradable_onto', 'read_onto', 'not_gradable', 'left_out_result']
 
 # %% ../nbs/04a_validation.ipynb #8871893a
 POLICIES = ("gold", "empty")
@@ -209,3 +211,26 @@ def read_onto(path, dataset: str) -> dict:
     if d.get("dataset") != dataset:
         raise ValueError(f"{path} is a gradable file of {d.get('dataset')}, not {dataset}; pass that dataset's own.")
     return d
+
+# %% ../nbs/04a_validation.ipynb #0991d2f7
+NOT_GRADABLE = "not-gradable"  # the exit reason of an attempt not run because its task does not grade here
+
+
+@cache
+def not_gradable(dataset: str) -> dict:
+    "instance id -> label of each task the gradable set kept for `dataset` (a short name) lists as not grading here."
+    g = load_gradable(dataset) if dataset in KNOWN else None  # a file's name is not a short name: no set
+    return {} if g is None else {iid: v.get("label") or NOT_GRADABLE for iid, v in g["other"].items()}
+
+
+def left_out_result(task: Task, label: str, dataset: str) -> dict:
+    "What an attempt of `task` amounts to when it is not run because it does not grade here: no patch, no verdict, its label."
+    why = (
+        f"{task.instance_id} does not grade here ({label} in swecl/data/gradable/{dataset}.json), so it was not run; "
+        "its attempt is left out of every metric."
+    )
+    return dict(
+        resolved=False, f2p_resolved=False, patch_applied=False, f2p=(0, 0), p2p=(0, 0), exit_reason=NOT_GRADABLE,
+        steps=0, tool_counts={}, usage={}, cost=0.0, seconds=0.0, agent_seconds=0.0, error=why, infra_reason=label,
+        patch="", trajectory=None,
+    )  # fmt: skip
