@@ -202,7 +202,7 @@ def pip_install(
 FAILED_BUILD = re.compile(
     r"Failed to build `([A-Za-z0-9_.\-]+)(?:==([^`\s]+))?"
 )  # uv: the distribution whose build failed
-UNREACHABLE_SOURCE = re.compile(r"unable to access '([^']+?)/?'")  # git: a VCS requirement's repository
+UNREACHABLE_SOURCE = re.compile(r"unable to access '([^'\s]+?)/?'")  # git: a VCS requirement's repository
 
 
 def _names_line(line: str, name: str) -> bool:
