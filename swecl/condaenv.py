@@ -16,12 +16,12 @@ from swebench.harness.constants import MAP_REPO_TO_ENV_YML_PATHS
 
 from . import venvs
 from .core import EnvError, iso_time
-from .repos import git_show
+from .repos import git_in, git_show
 
 # %% auto #0
 __all__ = ['CONDA_TO_PYPI', 'NOT_ON_PYPI', 'SPEC', 'PYTHON_WHEELS', 'NOT_PACKAGES', 'WOULD_INSTALL', 'NO_WHEEL',
-           'conda_to_pep508', 'translate_environment_yml', 'install_translated', 'environment_requirements',
-           'left_out_names', 'wheel_pins']
+           'conda_to_pep508', 'translate_environment_yml', 'install_translated', 'former_path',
+           'environment_requirements', 'left_out_names', 'wheel_pins']
 
 # %% ../nbs/03j_condaenv.ipynb #42214006
 CONDA_TO_PYPI = {
@@ -114,6 +114,23 @@ def install_translated(uv, vpy: Path, reqs: list, cutoff: str | None, log: list,
             dropped.append({"conda": None, "pypi": r, "why": f"not installable here: {str(e)[-200:]}"})
     return dropped
 
+# %% ../nbs/03j_condaenv.ipynb #a4e4b96c
+def former_path(gitdir: Path, path: str, commit: str) -> str | None:
+    "The name `path` had at `commit`, following its later renames back (git's rename detection); None when it had none."
+    out = git_in(
+        gitdir, "log", "--follow", "--diff-filter=R", "--name-status", "--format=%H", "HEAD", "--", path
+    ).stdout
+    current, sha = path, None
+    for line in out.splitlines():
+        if re.fullmatch(r"[0-9a-f]{40}", line):
+            sha = line
+        elif line.startswith("R") and line.count("\t") == 2:
+            _, old, new = line.split("\t")
+            later = git_in(gitdir, "merge-base", "--is-ancestor", sha, commit).returncode != 0
+            if new == current and later:  # renamed after `commit`: at `commit` it had the old name
+                current = old
+    return current if current != path and git_show(gitdir, commit, current) is not None else None
+
 # %% ../nbs/03j_condaenv.ipynb #9ac5b8f5
 PYTHON_WHEELS = {  # the date numpy, scipy, pandas, h5py and bottleneck all had wheels for that Python
     "3.10": "2022-03-15T00:00:00Z",
@@ -126,9 +143,16 @@ def environment_requirements(gitdir: Path, commit: str, repo: str, cutoff: str |
     "(requirements, substitutions, the cut-off they resolve at) of the repository's environment.yml at `commit`."
     paths = MAP_REPO_TO_ENV_YML_PATHS.get(repo, ["environment.yml"])
     path, text = next(((p, t) for p in paths if (t := git_show(gitdir, commit, p)) is not None), (None, None))
+    renamed = None
+    if text is None:  # SWE-bench's file under the name it had then
+        renamed, path = next(((p, o) for p in paths if (o := former_path(gitdir, p, commit))), (None, None))
+        text = git_show(gitdir, commit, path) if path else None
     if text is None:
         raise EnvError(f"None of {paths} exists at {commit[:12]} in {gitdir}; check the mirror.", "env-build")
     reqs, subs = translate_environment_yml(text, f"{path} at {commit[:12]}")
+    if renamed:
+        why = f"read as {path}, its name at {commit[:12]} (renamed later)"
+        subs.append({"conda": renamed, "pypi": None, "why": why, "renamed_from": path})
     floor = PYTHON_WHEELS.get(pyver)
     if cutoff and floor and iso_time(cutoff) < iso_time(floor):
         why = f"resolved as of {floor}: Python {pyver} had no wheels at the cut-off {cutoff}"

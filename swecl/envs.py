@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from importlib import metadata
 from pathlib import Path
 
@@ -30,7 +30,7 @@ from .schema import Task
 
 # %% auto #0
 __all__ = ['MINI_ENV_ROOTS', 'ENV_RECIPE', 'COPY_INFIX', 'Env', 'dist_closure', 'copy_dists', 'mini_env', 'swebench_spec',
-           'swebench_env_name', 'EnvPlan', 'plan_env', 'swebench_env']
+           'swebench_env_name', 'EnvPlan', 'spec_pins', 'plan_env', 'swebench_env']
 
 # %% ../nbs/03b_envs.ipynb #b594de1a
 @dataclass
@@ -46,7 +46,7 @@ class Env:
     pre_install: list = field(default_factory=list)  # spec commands run in the working copy before the install
     eval_commands: list = field(default_factory=list)  # spec commands run before the tests
     missing_system: list = field(default_factory=list)  # system packages the spec apt-installs that the host lacks
-    left_out: list = field(default_factory=list)  # packages of a translated environment.yml the env could not have
+    left_out: list = field(default_factory=list)  # packages the env could not have (conda-only, or not buildable here)
     system_libs: list = field(default_factory=list)  # libraries taken from the host instead of built (freetype)
     test_setup: str | None = None  # shell run before the tests in the same command (local services such as httpbin)
     notes: list = field(default_factory=list)
@@ -196,11 +196,41 @@ class EnvPlan:
     compat: bool
     python_note: str | None = None  # why the env's Python is not the spec's (a derived spec version)
 
+# %% ../nbs/03b_envs.ipynb #c615e3d0
+def spec_pins(spec: dict) -> list:
+    "The exact pins SWE-bench's spec itself makes: its `pip_packages`, and its package list when it has one."
+    pk = spec.get("packages", "")
+    listed = [] if pk in ("", "requirements.txt", "environment.yml") else shlex.split(pk)
+    return requirements.split_pins([p for p in listed if not p.startswith("python")] + spec.get("pip_packages", []))[0]
+
+
+@lru_cache(maxsize=None)
+def _pins_refusal(pins: tuple, pyver: str) -> str | None:
+    return venvs.pins_refusal(venvs.uv_bin(), list(pins), pyver)
+
+
+def _python_for_pins(want: str, spec: dict, note: str) -> tuple[str, str]:
+    "The oldest Python from `want` up to the spec's that the spec's exact pins install on, and the note on the env's Python."
+    pins, minor = tuple(spec_pins(spec)), lambda v: int(v.split(".")[1])
+    spec_python = spec.get("python", venvs.host_python())
+    if (why := _pins_refusal(pins, want)) is None:
+        return want, note
+    up = next(
+        (f"3.{m}" for m in range(minor(want) + 1, minor(spec_python)) if _pins_refusal(pins, f"3.{m}") is None),
+        spec_python,
+    )
+    return (
+        up,
+        f"python {up}, not the {want} the repository declares at its base commit: the spec's pins need it ({why})",
+    )
+
 # %% ../nbs/03b_envs.ipynb #130255a3
 def plan_env(task: Task, gitdir: Path, fetch_python: bool = True, cutoff: bool = True, compat: bool = False) -> EnvPlan:
     "The plan of `task`'s env: the interpreter, the cut-off and the lifts."
     spec = swebench_spec(task)
     want, python_note = specversion.derived_python(task, gitdir, spec.get("python", venvs.host_python()))
+    if python_note:  # an older Python than the spec's: only one the spec's own pins install on
+        want, python_note = _python_for_pins(want, spec, python_note)
     py, mismatch = venvs.find_python(want, fetch_python)
     pyver = venvs.python_version(py)
     setup_commit = task.environment_setup_commit or task.base_commit
@@ -232,8 +262,8 @@ def _spec_requirements(plan: EnvPlan, tmp: Path) -> tuple[list, list]:
     return pinned, loose + [r for r in build if requirements.req_name(r) not in ("setuptools", "wheel")]
 
 # %% ../nbs/03b_envs.ipynb #e36df564
-def _install_requirements(plan: EnvPlan, uv, vpy: Path, tmp: Path, log: list) -> tuple[dict, list, list]:
-    "Install the env's packages in SWE-bench's order: (held cut-offs, conda substitutions, moves the pins forced)."
+def _install_requirements(plan: EnvPlan, uv, vpy: Path, tmp: Path, log: list) -> tuple[dict, list, list, dict]:
+    "Install the env's packages in SWE-bench's order: (held cut-offs, conda substitutions, moves the pins forced, what the host could not build)."
     tools = [p for p in plan.spec.get("pip_packages", []) if re.match(r"setuptools\s*==", p)] or [venvs.SETUPTOOLS]
     venvs.pip_install(uv, vpy, ["wheel", *tools, "pip"], None, log)
     pinned, loose = _spec_requirements(plan, tmp)
@@ -242,7 +272,8 @@ def _install_requirements(plan: EnvPlan, uv, vpy: Path, tmp: Path, log: list) ->
     sp_pinned, sp_loose = requirements.split_pins(plan.spec.get("pip_packages", []))
     held = {**plan.lifts, **{requirements.req_name(p): venvs.FAR_FUTURE for p in pinned + sp_pinned}}
     venvs.pip_install(uv, vpy, pinned, None, log)
-    venvs.pip_install(uv, vpy, loose, plan.cutoff, log, lifts=held)
+    undated, left = venvs.install_leaving_out(uv, vpy, loose, plan.cutoff, log, held)
+    held |= dict.fromkeys(undated, venvs.FAR_FUTURE)  # later resolutions keep them
     if plan.spec.get("packages") == "environment.yml":
         t = plan.task
         reqs, subs, when = condaenv.environment_requirements(
@@ -257,7 +288,7 @@ def _install_requirements(plan: EnvPlan, uv, vpy: Path, tmp: Path, log: list) ->
     install_project(
         uv, vpy, plan.gitdir, plan.setup_commit, install, plan.cutoff, log, version, plan.pre, held, build_env
     )
-    return held, subs, moves
+    return held, subs, moves, dict(undated=undated, left_out=left)
 
 # %% ../nbs/03b_envs.ipynb #4871173e
 def _build_swebench(plan: EnvPlan, tmp: Path):
@@ -267,7 +298,7 @@ def _build_swebench(plan: EnvPlan, tmp: Path):
     vpy = tmp / "bin" / "python"
     if plan.compat:
         write_compat_layer(tmp)  # before the builds: old setup.py files import the package (requests 1.x)
-    held, subs, moves = _install_requirements(plan, uv, vpy, tmp, log)
+    held, subs, moves, unbuilt = _install_requirements(plan, uv, vpy, tmp, log)
     venvs.relocate_scripts(tmp)
     venvs.own_interpreter(tmp)
     freeze = subprocess.run([str(vpy), "-m", "pip", "freeze"], capture_output=True, text=True).stdout.split()
@@ -277,6 +308,8 @@ def _build_swebench(plan: EnvPlan, tmp: Path):
     manifest |= dict(
         conda_substitutions=subs,
         pin_moves=moves,
+        undated=unbuilt["undated"],  # name -> its release as of the cut-off, which does not build here
+        left_out=unbuilt["left_out"],
         setup_commit=plan.setup_commit,
         compat=plan.compat,
         steps=log,
@@ -295,11 +328,18 @@ def _env_notes(plan: EnvPlan, man: dict, missing: list) -> list:
     if missing:
         notes.append(f"system packages missing on this host (install them: apt-get install {' '.join(missing)})")
     notes += [COMPAT_NOTE] if plan.compat else []
-    if subs := man.get("conda_substitutions"):
+    subs = [s for s in man.get("conda_substitutions", []) if "renamed_from" not in s]
+    notes += [f"{s['conda']} {s['why']}" for s in man.get("conda_substitutions", []) if "renamed_from" in s]
+    if subs:
         left = sum(s["pypi"] is None or s["why"].startswith("not installable") for s in subs)
         notes.append(
             f"environment.yml translated to PyPI: {left} conda entries left out, {len(subs) - left} renamed (manifest)"
         )
+    notes += [
+        f"{k} resolved without the cut-off, as in SWE-bench's image: {v}, its release as of {man['cutoff']}, does not build here"
+        for k, v in man.get("undated", {}).items()
+    ]
+    notes += [f"left out: {x['requirement']} ({x['why']})" for x in man.get("left_out", [])]
     notes += [
         f"{m['package']} {m['from_version']} moved to {m['to_version']}: {m['why']}" for m in man.get("pin_moves", [])
     ]
@@ -346,7 +386,12 @@ def _swebench_env(task: Task, gitdir: Path, fetch_python: bool, cutoff: bool, co
         variables=variables,
         pre_install=plan.pre,
         missing_system=missing,
-        left_out=condaenv.left_out_names(man.get("conda_substitutions", [])),
+        left_out=sorted(
+            {
+                *condaenv.left_out_names(man.get("conda_substitutions", [])),
+                *(x["name"] for x in man.get("left_out", [])),
+            }
+        ),
         system_libs=builds.system_libs(task.repo, freetype),
         eval_commands=list(plan.spec.get("eval_commands", [])),
         notes=specversion.spec_version_notes(task)

@@ -8,14 +8,18 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
+import tomllib
 from pathlib import Path
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 
 from . import requirements, venvs
 from .core import EnvError, SandboxError
 from .repos import checkout_tree
 
 # %% auto #0
-__all__ = ['BUILD_FETCHES', 'MISSING_MODULE', 'project_copy', 'install_project', 'missing_build_module']
+__all__ = ['BUILD_FETCHES', 'MISSING_MODULE', 'project_copy', 'python_refusal', 'install_project', 'missing_build_module']
 
 # %% ../nbs/03m_project.ipynb #24e737b4
 def project_copy(gitdir: Path, commit: str, dest: str, pre_install=()):
@@ -29,6 +33,21 @@ def project_copy(gitdir: Path, commit: str, dest: str, pre_install=()):
     cfg = Path(dest) / "setup.cfg"  # only resolves dependencies: drop date-stamped dev tags that modern tools reject
     if cfg.exists():
         cfg.write_text(re.sub(r"(?m)^\s*tag_(build|date)\s*=.*$", "", cfg.read_text()))
+
+# %% ../nbs/03m_project.ipynb #6471bf5f
+def python_refusal(tree: Path, pyver: str) -> str | None:
+    "The Pythons the project in `tree` declares it requires, when Python `pyver` (X.Y) is not one of them; else None."
+    try:
+        declared = tomllib.loads((tree / "pyproject.toml").read_text()).get("project", {}).get("requires-python")
+    except (OSError, tomllib.TOMLDecodeError):
+        declared = None
+    if declared is None and (tree / "setup.cfg").exists():
+        m = re.search(r"(?m)^\s*python_requires\s*=\s*(\S[^\n#]*)", (tree / "setup.cfg").read_text())
+        declared = m.group(1).strip() if m else None
+    try:
+        return declared if declared and Version(pyver) not in SpecifierSet(declared) else None
+    except (InvalidSpecifier, InvalidVersion):
+        return None
 
 # %% ../nbs/03m_project.ipynb #e6e5e671
 BUILD_FETCHES = 3  # modules a build may miss one after another (astropy 3.1: jinja2, then Cython)
@@ -63,6 +82,13 @@ def install_project(
         return
     with tempfile.TemporaryDirectory() as d:
         project_copy(gitdir, commit, d, pre_install)
+        pyver = venvs.python_version(str(vpy))
+        if pyver and (declared := python_refusal(Path(d), pyver)):
+            raise EnvError(
+                f"The project at {commit[:12]} requires Python {declared}, and the env's is {pyver}: "
+                "it cannot be installed on it (the spec's Python does not fit this code).",
+                "env-build",
+            )
         pretend = {"SETUPTOOLS_SCM_PRETEND_VERSION": f"{version}.0"} | (build_env or {})
         for fetched in range(BUILD_FETCHES + 1):
             try:

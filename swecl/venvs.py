@@ -19,9 +19,10 @@ from uv import find_uv_bin
 from .core import EnvError
 
 # %% auto #0
-__all__ = ['PYTHON_DIRS', 'SETUPTOOLS', 'FAR_FUTURE', 'NETWORK_ERRORS', 'OLD_SETUPTOOLS', 'OLD_BUILD_SIGNS', 'host_python',
-           'home_of', 'atomic_dir', 'uv_bin', 'python_version', 'pyenv_root', 'python_candidates', 'installed_pythons',
-           'closest_version', 'find_python', 'dated_args', 'install_failure', 'pip_install', 'own_interpreter',
+__all__ = ['PYTHON_DIRS', 'SETUPTOOLS', 'FAR_FUTURE', 'NETWORK_ERRORS', 'OLD_SETUPTOOLS', 'OLD_BUILD_SIGNS', 'FAILED_BUILD',
+           'UNREACHABLE_SOURCE', 'PYTHON_REFUSAL', 'host_python', 'home_of', 'atomic_dir', 'uv_bin', 'python_version',
+           'pyenv_root', 'python_candidates', 'installed_pythons', 'closest_version', 'find_python', 'dated_args',
+           'install_failure', 'pip_install', 'unbuildable', 'install_leaving_out', 'pins_refusal', 'own_interpreter',
            'relocate_scripts', 'link_shared', 'create_venv', 'has_pep517_backend']
 
 # %% ../nbs/03i_venvs.ipynb #9290b92b
@@ -196,6 +197,89 @@ def pip_install(
         return pip_install(uv, py, args, cutoff, log, env, no_build_isolation, lifts, OLD_SETUPTOOLS)
     if r.returncode:
         raise install_failure(args, r)
+
+# %% ../nbs/03i_venvs.ipynb #0599b391
+FAILED_BUILD = re.compile(
+    r"Failed to build `([A-Za-z0-9_.\-]+)(?:==([^`\s]+))?"
+)  # uv: the distribution whose build failed
+UNREACHABLE_SOURCE = re.compile(r"unable to access '([^'\s]+?)/?'")  # git: a VCS requirement's repository
+
+
+def _names_line(line: str, name: str) -> bool:
+    "Does requirement `line` ask for `name` (by its project name, or as the last part of its path or URL)?"
+    canon = lambda s: re.sub(r"[-_.]+", "-", s).lower()
+    lead = re.match(r"\s*([A-Za-z0-9_.\-]+)\s*(?:[\[<>=!~;@]|$)", line)
+    tail = re.sub(r"(\.git)?(@[^/]*)?$", "", line.strip().rstrip("/").split("#")[0]).rsplit("/", 1)[-1]
+    return canon(name) in {canon(lead.group(1)) if lead else None, canon(tail)}
+
+
+def unbuildable(e: EnvError, reqs: list) -> tuple | None:
+    "(package, its version or None, the line of `reqs` asking for it or None) that an install could not build or fetch; None for any other failure."
+    text = f"{e}\n{e.output}"
+    if m := FAILED_BUILD.search(text):
+        name, version = m.group(1), m.group(2)
+    elif m := UNREACHABLE_SOURCE.search(text):
+        line = next((r for r in reqs if m.group(1).rstrip("/") in r), None)
+        return (_vcs_name(line), None, line) if line else None
+    else:
+        return None
+    return name, version, next((r for r in reqs if _names_line(r, name)), None)
+
+
+def _vcs_name(line: str) -> str:
+    "The project a VCS or URL requirement names: `name @ url`, `#egg=name`, else its repository's name."
+    if m := re.match(r"\s*([A-Za-z0-9_.\-]+)\s*@", line) or re.search(r"#egg=([A-Za-z0-9_.\-]+)", line):
+        return m.group(1).lower()
+    return re.sub(r"(\.git)?(@[^/]*)?$", "", line.strip().rstrip("/")).rsplit("/", 1)[-1].lower()
+
+# %% ../nbs/03i_venvs.ipynb #6da7514b
+def install_leaving_out(
+    uv: str | None, py: Path, reqs: list, cutoff: str | None, log: list, lifts: dict | None = None
+) -> tuple[dict, list]:
+    "Install `reqs` as of `cutoff`; (packages resolved without the cut-off because their dated release does not build here: name -> that release, records of the requirements left out)."
+    undated, left, reqs = {}, [], list(reqs)
+    while True:
+        try:
+            pip_install(uv, py, reqs, cutoff, log, lifts={**(lifts or {}), **dict.fromkeys(undated, FAR_FUTURE)})
+            return undated, left
+        except EnvError as e:
+            if not uv or not (bad := unbuildable(e, reqs)):
+                raise
+            name, version, line = bad
+            if cutoff and version and name not in undated:
+                undated[name] = version  # SWE-bench's image resolved it without a date
+                continue
+            if line is None:  # a dependency of another requirement: not ours to leave out
+                raise
+            undated.pop(name, None)
+            reqs.remove(line)
+            left.append({"requirement": line, "name": name, "why": _build_error(e, version)})
+            if not reqs:
+                return undated, left
+
+
+def _build_error(e: EnvError, version: str | None) -> str:
+    "A short reason for a left-out requirement: the first compiler or Python error of its failed build, or the fetch error."
+    text = e.output or str(e)
+    m = re.search(r"(fatal error: [^\n]+|unable to access [^\n]+|\w+(?:Error|NotFound): [^\n]+)", text)
+    what = f"{version} " if version else ""
+    return f"{what}cannot be built or fetched here: {m.group(1).strip()[:200] if m else str(e)[-200:]}"
+
+# %% ../nbs/03i_venvs.ipynb #895064a4
+PYTHON_REFUSAL = re.compile(r"([A-Za-z0-9_.\-\[\]]+==[^\s,]+) depends on Python([<>=!~][^\s,]*(?:,[<>=!~][^\s,]*)*)")
+
+
+def pins_refusal(uv: str | None, pins: list, pyver: str) -> str | None:
+    "Why the exact `pins` cannot be installed on Python `pyver` (`scipy==1.11.1 needs Python>=3.9,<3.13`), else None."
+    if not uv or not pins:
+        return None
+    cmd = [uv, "pip", "compile", "-", "--no-deps", "--no-header", "--quiet", "--python-version", pyver]
+    try:
+        r = subprocess.run(cmd, input="\n".join(pins), capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return None
+    m = PYTHON_REFUSAL.search(r.stderr) if r.returncode else None
+    return f"{m.group(1)} needs Python{m.group(2)}" if m else None
 
 # %% ../nbs/03i_venvs.ipynb #948be129
 def own_interpreter(venv: Path):
