@@ -54,7 +54,7 @@ LAYERS = [
         "progress",
         "local_llm",
     ],
-    ["project", "pool_effects", "replies"],
+    ["project", "pool_effects", "replies", "envpython"],
     ["datasets", "envs", "memory", "pool_replay"],
     ["envcache", "sandbox", "retrieval", "plans", "pool_check"],
     ["grading", "docker_sandbox"],

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 
@@ -20,7 +20,7 @@ from filelock import FileLock
 from packaging.requirements import Requirement
 from swebench.harness.constants import MAP_REPO_TO_REQS_PATHS, MAP_REPO_VERSION_TO_SPECS
 
-from . import builds, condaenv, pins, requirements, specversion, venvs
+from . import builds, condaenv, envpython, pins, requirements, specversion, venvs
 from . import compat as host_compat
 from .compat import COMPAT_NOTE, compat_lifts, local_services, missing_system_packages, write_compat_layer
 from .core import EnvError, cache_dir
@@ -30,7 +30,7 @@ from .schema import Task
 
 # %% auto #0
 __all__ = ['MINI_ENV_ROOTS', 'ENV_RECIPE', 'COPY_INFIX', 'Env', 'dist_closure', 'copy_dists', 'mini_env', 'swebench_spec',
-           'swebench_env_name', 'EnvPlan', 'spec_pins', 'plan_env', 'swebench_env']
+           'swebench_env_name', 'EnvPlan', 'plan_env', 'swebench_env']
 
 # %% ../nbs/03b_envs.ipynb #b594de1a
 @dataclass
@@ -196,41 +196,13 @@ class EnvPlan:
     compat: bool
     python_note: str | None = None  # why the env's Python is not the spec's (a derived spec version)
 
-# %% ../nbs/03b_envs.ipynb #c615e3d0
-def spec_pins(spec: dict) -> list:
-    "The exact pins SWE-bench's spec itself makes: its `pip_packages`, and its package list when it has one."
-    pk = spec.get("packages", "")
-    listed = [] if pk in ("", "requirements.txt", "environment.yml") else shlex.split(pk)
-    return requirements.split_pins([p for p in listed if not p.startswith("python")] + spec.get("pip_packages", []))[0]
-
-
-@lru_cache(maxsize=None)
-def _pins_refusal(pins: tuple, pyver: str) -> str | None:
-    return venvs.pins_refusal(venvs.uv_bin(), list(pins), pyver)
-
-
-def _python_for_pins(want: str, spec: dict, note: str) -> tuple[str, str]:
-    "The oldest Python from `want` up to the spec's that the spec's exact pins install on, and the note on the env's Python."
-    pins, minor = tuple(spec_pins(spec)), lambda v: int(v.split(".")[1])
-    spec_python = spec.get("python", venvs.host_python())
-    if (why := _pins_refusal(pins, want)) is None:
-        return want, note
-    up = next(
-        (f"3.{m}" for m in range(minor(want) + 1, minor(spec_python)) if _pins_refusal(pins, f"3.{m}") is None),
-        spec_python,
-    )
-    return (
-        up,
-        f"python {up}, not the {want} the repository declares at its base commit: the spec's pins need it ({why})",
-    )
-
 # %% ../nbs/03b_envs.ipynb #130255a3
 def plan_env(task: Task, gitdir: Path, fetch_python: bool = True, cutoff: bool = True, compat: bool = False) -> EnvPlan:
     "The plan of `task`'s env: the interpreter, the cut-off and the lifts."
     spec = swebench_spec(task)
     want, python_note = specversion.derived_python(task, gitdir, spec.get("python", venvs.host_python()))
     if python_note:  # an older Python than the spec's: only one the spec's own pins install on
-        want, python_note = _python_for_pins(want, spec, python_note)
+        want, python_note = envpython.python_for_pins(want, spec, python_note)
     py, mismatch = venvs.find_python(want, fetch_python)
     pyver = venvs.python_version(py)
     setup_commit = task.environment_setup_commit or task.base_commit
