@@ -36,6 +36,7 @@ PYTHON_VERSION_SIGNS = (
     r"No module named '?(distutils|imp|asynchat|asyncore|smtpd|formatter|parser|symbol|binhex|_bootlocale)\b",  # removed
     r"cannot import name '\w+' from 'collections'",  # the ABC aliases, removed in 3.10
     r"module '(collections|inspect|typing|asyncio|gettext|unittest|ast)' has no attribute",
+    r"module 'html\.parser' has no attribute 'HTMLParseError'",  # removed in 3.5 (Django 1.8 imports it)
     r"unexpected keyword argument 'loop'",  # asyncio, removed in 3.10
     r"Module 'os' has no 'path' member",  # old astroid cannot infer 3.11's frozen os
     r"list of weak references to the object",  # __weakref__'s docstring, changed in 3.11

@@ -277,7 +277,8 @@ def verdict(
             return mark_infra(g, "mirror-incomplete", gap_msg, gap)
         if deps:
             return mark_infra(g, "needs-network", NEW_DEPENDENCY_MSG, deps)
-        if patch.strip() and (line := evidence.patched_file_line(log, patch)):
+        version_cause = py_sign and not py_sign.startswith("SyntaxError")  # a removed API: not the patch's own fault
+        if patch.strip() and not version_cause and (line := evidence.patched_file_line(log, patch)):
             g.evidence = line  # the patch broke the test run: the model's failure, graded unresolved
             return g
         if line := evidence.fix_name_line(log, task.patch):
