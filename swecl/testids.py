@@ -10,8 +10,8 @@ from collections import Counter
 
 # %% auto #0
 __all__ = ['PARAM_INDEX', 'FILE_MARK', 'DOCSTRING_RESULT', 'RUNNER_STATUS', 'JOINED_RESULT', 'ANSI', 'PYTEST_STATUSES',
-           'id_spellings', 'with_id_spellings', 'readable_log', 'docstring_statuses', 'joined_statuses',
-           'spaced_statuses', 'missed_statuses']
+           'SYMPY_FILE', 'SYMPY_RESULT', 'SYMPY_STATUS', 'id_spellings', 'with_id_spellings', 'readable_log',
+           'docstring_statuses', 'joined_statuses', 'spaced_statuses', 'sympy_file_statuses', 'missed_statuses']
 
 # %% ../nbs/04e_testids.ipynb #7f6b58a5
 PARAM_INDEX = re.compile(r"_(\d+)\]$")  # pytest 8's `x_0`, older pytest's `x0`
@@ -88,7 +88,23 @@ def spaced_statuses(log: str, expected: list) -> dict:
     return out
 
 
+SYMPY_FILE = re.compile(r"^(\S+\.py)\[\d+\]\s*$")  # bin/test --verbose: a file's header, its tests below
+SYMPY_RESULT = re.compile(r"^(test_\w+) (ok|F|E)$")
+SYMPY_STATUS = {"ok": "PASSED", "F": "FAILED", "E": "ERROR"}  # what SWE-bench's sympy parser reads
+
+
+def sympy_file_statuses(repo: str, log: str) -> dict:
+    "sympy: each test's status under `path.py::name`, from the file header it follows (two files may share a name)."
+    out, path = {}, None
+    for line in readable_log(repo, log).splitlines() if repo == "sympy/sympy" else []:
+        if m := SYMPY_FILE.match(line):
+            path = m.group(1)
+        elif path and (m := SYMPY_RESULT.match(line.rstrip())):
+            out[f"{path}::{m.group(1)}"] = SYMPY_STATUS[m.group(2)]
+    return out
+
+
 def missed_statuses(task, log: str) -> dict:
-    "The statuses SWE-bench's parser for `task.repo` misses in `log`: django's docstring and joined lines, spaced ids."
+    "The statuses SWE-bench's parser for `task.repo` misses in `log`: django's docstring and joined lines, spaced ids, sympy's by file."
     django = docstring_statuses(task.repo, log) | joined_statuses(task.repo, log)
-    return django | spaced_statuses(log, task.FAIL_TO_PASS + task.PASS_TO_PASS)
+    return django | spaced_statuses(log, task.FAIL_TO_PASS + task.PASS_TO_PASS) | sympy_file_statuses(task.repo, log)
