@@ -24,7 +24,7 @@ from . import builds, condaenv, envpython, pins, requirements, specversion, venv
 from . import compat as host_compat
 from .compat import COMPAT_NOTE, compat_lifts, local_services, missing_system_packages, write_compat_layer
 from .core import EnvError, cache_dir
-from .project import DATED_CYTHON, install_project
+from .project import install_project
 from .repos import git_in, scm_version
 from .schema import Task
 
@@ -300,10 +300,6 @@ def _env_notes(plan: EnvPlan, man: dict, missing: list) -> list:
     if missing:
         notes.append(f"system packages missing on this host (install them: apt-get install {' '.join(missing)})")
     notes += [COMPAT_NOTE] if plan.compat else []
-    dated_cython = any(DATED_CYTHON[0] in s.get("cmd", []) for s in man.get("steps", []))
-    notes += [
-        f"cython resolved as of {man['cutoff']}: the spec's pinned one does not compile this commit"
-    ] * dated_cython
     subs = [s for s in man.get("conda_substitutions", []) if "renamed_from" not in s]
     notes += [f"{s['conda']} {s['why']}" for s in man.get("conda_substitutions", []) if "renamed_from" in s]
     if subs:

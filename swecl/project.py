@@ -19,8 +19,7 @@ from .core import EnvError, SandboxError
 from .repos import checkout_tree
 
 # %% auto #0
-__all__ = ['BUILD_FETCHES', 'MISSING_MODULE', 'CYTHON_FAILED', 'DATED_CYTHON', 'project_copy', 'python_refusal',
-           'install_project', 'missing_build_module', 'build_fix']
+__all__ = ['BUILD_FETCHES', 'MISSING_MODULE', 'project_copy', 'python_refusal', 'install_project', 'missing_build_module']
 
 # %% ../nbs/03m_project.ipynb #24e737b4
 def project_copy(gitdir: Path, commit: str, dest: str, pre_install=()):
@@ -96,11 +95,9 @@ def install_project(
                 _build_alone(uv, vpy, d, log, pretend)
                 break
             except EnvError as e:
-                if fetched == BUILD_FETCHES or not (fix := build_fix(e, Path(d), date)):
+                if fetched == BUILD_FETCHES or not (module := missing_build_module(e, Path(d))):
                     raise
-                venvs.pip_install(
-                    uv, vpy, fix, date, log, lifts=lifts
-                )  # what the online build fetched, or a dated Cython
+                venvs.pip_install(uv, vpy, [module], date, log, lifts=lifts)  # what the online build fetched
         venvs.pip_install(uv, vpy, requirements.project_requirements(vpy, d, m.group(1)), date, log, lifts=lifts)
 
 # %% ../nbs/03m_project.ipynb #10185d26023b46108eb7d9f57d49d2b3
@@ -117,14 +114,3 @@ def missing_build_module(e: EnvError, tree: Path) -> str | None:
         (Path(tree) / p / name).exists() or (Path(tree) / p / f"{name}.py").exists() for p in ("", "src")
     )
     return None if own else name
-
-
-CYTHON_FAILED = "Cython.Compiler.Errors.CompileError"
-DATED_CYTHON = ["--reinstall-package", "cython", "cython"]  # resolved as of the version's date, over the spec's pin
-
-
-def build_fix(e: EnvError, tree: Path, date) -> list | None:
-    "What to install before building again: a module the build lacks, or the Cython of `date` when the spec's no longer compiles this commit."
-    if module := missing_build_module(e, tree):
-        return [module]
-    return DATED_CYTHON if date and CYTHON_FAILED in f"{e}\n{e.output}" else None
