@@ -19,7 +19,7 @@ from .grading import Grade, grade
 from .schema import Task
 
 # %% auto #0
-__all__ = ['POLICIES', 'DEFINITIONS', 'GRADABLE_DIR', 'NOT_GRADABLE', 'policy_patch', 'resolved_definition', 'expected',
+__all__ = ['POLICIES', 'DEFINITIONS', 'NO_F2P', 'GRADABLE_DIR', 'NOT_GRADABLE', 'policy_patch', 'resolved_definition', 'expected',
            'validate', 'validation_table', 'validate_policies', 'harness_table', 'gradable_record', 'read_gradable',
            'load_gradable', 'gradable_onto', 'read_onto', 'not_gradable', 'left_out_result']
 
@@ -148,6 +148,12 @@ def harness_table(records: list) -> list:
     return res + [total]
 
 # %% ../nbs/04a_validation.ipynb #f8ab9d6e
+NO_F2P = {
+    "error": "The task lists no FAIL_TO_PASS test, so every patch, the empty one too, resolves it.",
+    "evidence": None,
+}
+
+
 def gradable_record(records: list, dataset: str, note: str = "", tasks: list = ()) -> dict:
     "The gradable ids of validation `records` (both policies behaved) and, for each other task (of `tasks` too), why not."
     latest = {(r["instance_id"], r["policy"]): r for r in records}
@@ -160,6 +166,9 @@ def gradable_record(records: list, dataset: str, note: str = "", tasks: list = (
         g, e = latest.get((iid, "gold")), latest.get((iid, "empty"))
         if g is None or e is None:
             out["other"][iid] = {"repo": (g or e)["repo"], "label": "one policy only"}
+            continue
+        if g.get("f2p_total") == 0 and not g.get("error"):  # sklearn-9772 (Verified): nothing can fail
+            out["other"][iid] = {"repo": g["repo"], "label": "upstream-defect", "policy": "gold"} | NO_F2P
             continue
         ok = expected(g), expected(e)
         if ok == (True, True):
