@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from filelock import FileLock
+from packaging.utils import canonicalize_name
 from uv import find_uv_bin
 
 from .core import EnvError
@@ -205,12 +206,16 @@ FAILED_BUILD = re.compile(
 UNREACHABLE_SOURCE = re.compile(r"unable to access '([^'\s]+?)/?'")  # git: a VCS requirement's repository
 
 
+def _last_part(location: str) -> str:
+    "The last part of a path or URL, without `.git` and a `@ref`: the repository's or folder's name."
+    return re.sub(r"(\.git)?(@[^/]*)?$", "", location).rsplit("/", 1)[-1]
+
+
 def _names_line(line: str, name: str) -> bool:
     "Does requirement `line` ask for `name` (by its project name, or as the last part of its path or URL)?"
-    canon = lambda s: re.sub(r"[-_.]+", "-", s).lower()
     lead = re.match(r"\s*([A-Za-z0-9_.\-]+)\s*(?:[\[<>=!~;@]|$)", line)
-    tail = re.sub(r"(\.git)?(@[^/]*)?$", "", line.strip().rstrip("/").split("#")[0]).rsplit("/", 1)[-1]
-    return canon(name) in {canon(lead.group(1)) if lead else None, canon(tail)}
+    tail = _last_part(line.strip().rstrip("/").split("#")[0])
+    return canonicalize_name(name) in {canonicalize_name(lead.group(1)) if lead else None, canonicalize_name(tail)}
 
 
 def unbuildable(e: EnvError, reqs: list) -> tuple | None:
@@ -230,7 +235,7 @@ def _vcs_name(line: str) -> str:
     "The project a VCS or URL requirement names: `name @ url`, `#egg=name`, else its repository's name."
     if m := re.match(r"\s*([A-Za-z0-9_.\-]+)\s*@", line) or re.search(r"#egg=([A-Za-z0-9_.\-]+)", line):
         return m.group(1).lower()
-    return re.sub(r"(\.git)?(@[^/]*)?$", "", line.strip().rstrip("/")).rsplit("/", 1)[-1].lower()
+    return _last_part(line.strip().rstrip("/")).lower()
 
 # %% ../nbs/03i_venvs.ipynb #6da7514b
 def install_leaving_out(
