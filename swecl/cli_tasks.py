@@ -126,14 +126,16 @@ def validation_summary(records: list, rows: list, joined: list) -> list:
 
 # %% ../nbs/13c_cli_tasks.ipynb #af7a396a
 def validation_records(a) -> tuple:
-    "(records, rows) for the `validate` arguments `a`: merged records without rows, or fresh gradings with their rows."
+    "(records, rows) for the `validate` arguments `a`: merged records (a twin takes a copy of its twin's) without rows, or fresh gradings with their rows."
     if a.merge:  # a record from before definitions were kept was graded under the dataset's own
         b = datasets.load(a.dataset)
         records, ids = read_records(a.merge), {t.instance_id for t in b.tasks}
         if left := sum(r["instance_id"] not in ids for r in records):  # runs of another dataset or subset
             print(f"{left} records of instances outside {a.dataset} left out of the join", file=sys.stderr)
         definition = validation.resolved_definition(b.name)
-        return [{"definition": definition} | r for r in records if r["instance_id"] in ids], []
+        return validation.with_twins(
+            [{"definition": definition} | r for r in records if r["instance_id"] in ids], b.tasks
+        ), []
     b, tasks = load_tasks(a.dataset, a.instances, a.repos, a.sequences)
     policies = list(validation.POLICIES) if a.policy == "both" else [a.policy]
     sandbox, definition = make_sandbox(a.sandbox, b, a.timeout, a.compat), validation.resolved_definition(b.name)

@@ -7,20 +7,22 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from .core import package_file
+from .core import component_problem, package_file
 from .datasets import KNOWN
 from .gradecache import GradeCache
 from .grading import Grade, grade
 from .schema import Task
 
 # %% auto #0
-__all__ = ['POLICIES', 'DEFINITIONS', 'NO_F2P', 'GRADABLE_DIR', 'NOT_GRADABLE', 'policy_patch', 'resolved_definition', 'expected',
-           'validate', 'validation_table', 'validate_policies', 'harness_table', 'gradable_record', 'read_gradable',
+__all__ = ['POLICIES', 'DEFINITIONS', 'GRADING_FIELDS', 'TWIN_NOTE', 'NO_F2P', 'GRADABLE_DIR', 'NOT_GRADABLE', 'policy_patch',
+           'resolved_definition', 'expected', 'twin_key', 'twin_groups', 'twins', 'with_twins', 'validate',
+           'validation_table', 'validate_policies', 'harness_table', 'gradable_record', 'read_gradable',
            'load_gradable', 'gradable_onto', 'read_onto', 'not_gradable', 'left_out_result']
 
 # %% ../nbs/04a_validation.ipynb #8871893a
@@ -57,6 +59,41 @@ def expected(g: Grade | dict, policy: str | None = None, definition: str | None 
     ok = done if r["policy"] == "gold" else not done
     return None if not ok and r.get("infra_reason") else ok
 
+# %% ../nbs/04a_validation.ipynb #a0e8f585
+GRADING_FIELDS = (
+    "repo", "base_commit", "created_at", "version", "environment_setup_commit",
+    "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS",
+)  # fmt: skip
+TWIN_NOTE = "graded once for its twin {}: the same repository, commit, patches and tests"
+
+
+def twin_key(task: Task) -> str:
+    "What of `task` decides its grading; tasks with the same key are twins."
+    return json.dumps([getattr(task, f) for f in GRADING_FIELDS])
+
+
+def twin_groups(tasks: list) -> list:
+    "The ids of each group of two or more twins among `tasks`, in order (safe ids only: an unsafe one is labelled, not graded)."
+    groups = {}
+    for t in (t for t in tasks if component_problem(t.instance_id) is None):
+        groups.setdefault(twin_key(t), []).append(t.instance_id)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def twins(tasks: list) -> dict:
+    "instance id -> the id of the first task of its group, for every later twin."
+    return {i: g[0] for g in twin_groups(tasks) for i in g[1:]}
+
+
+def with_twins(records: list, tasks: list) -> list:
+    "`records` and, per policy, a copy of a twin's latest record (`twin_of` naming it) for each task of `tasks` that has none."
+    latest, copies = {(r["instance_id"], r["policy"]): r for r in records}, []
+    for ids in twin_groups(tasks):
+        for pol in sorted({p for (i, p) in latest if i in ids}):
+            src = [r for r in records if r["instance_id"] in ids and r["policy"] == pol][-1]
+            copies += [src | {"instance_id": i, "twin_of": src["instance_id"]} for i in ids if (i, pol) not in latest]
+    return records + copies
+
 # %% ../nbs/04a_validation.ipynb #20a6e39d
 def validate(
     tasks: list,
@@ -67,12 +104,16 @@ def validate(
     timeout: float | None = None,
     cache: GradeCache | None = None,
 ) -> list:
-    "Grade every task under `policy` ('gold' or 'empty'), through `cache` if given; a task with an unsafe id is labelled, not graded."
-    out, grader = [], cache.grade if cache else grade
-    for task in tqdm(tasks, desc=f"validate {policy}", disable=not progress, unit="task"):
+    "Grade every task under `policy` ('gold' or 'empty'), through `cache` if given, once per group of twins; a task with an unsafe id is labelled, not graded."
+    grader, tw, done = cache.grade if cache else grade, twins(tasks), {}
+    for task in tqdm(
+        [t for t in tasks if t.instance_id not in tw], desc=f"validate {policy}", disable=not progress, unit="task"
+    ):
         g = grader(task, policy_patch(task, policy), sandbox, timeout=timeout, log_dir=log_dir)  # labels unsafe ids
-        out.append(g)
-    return out
+        done[task.instance_id] = g
+    for iid, one in tw.items():
+        done[iid] = replace(done[one], instance_id=iid, notes=[*done[one].notes, TWIN_NOTE.format(one)])
+    return [done[t.instance_id] for t in tasks]
 
 # %% ../nbs/04a_validation.ipynb #0293c45b
 def validation_table(grades: list, tasks: list, policy: str, definition: str = "swe-bench") -> list:
@@ -108,13 +149,16 @@ def validate_policies(
     definition: str = "swe-bench",
     cache: GradeCache | None = None,
 ) -> tuple[list, list]:
-    "(records, table rows): one JSON record per grading (policy, repo, definition, `Grade.record()`) and rows per repository."
-    records, rows = [], []
+    "(records, table rows): one JSON record per grading (policy, repo, definition, `Grade.record()`, `twin_of`) and rows per repository."
+    records, rows, tw = [], [], twins(tasks)
     for pol in policies:
         grades = validate(tasks, pol, sandbox, Path(log_dir) / pol if log_dir else None, progress, timeout, cache)
         rows += validation_table(grades, tasks, pol, definition)
         records += [
-            {"policy": pol, "repo": t.repo, "definition": definition} | g.record() for t, g in zip(tasks, grades)
+            {"policy": pol, "repo": t.repo, "definition": definition}
+            | g.record()
+            | ({"twin_of": tw[t.instance_id]} if t.instance_id in tw else {})
+            for t, g in zip(tasks, grades)
         ]
     return records, rows
 
