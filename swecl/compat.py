@@ -18,10 +18,11 @@ from .core import EnvError, cache_dir, iso_time
 from .venvs import atomic_dir, home_of, host_python, pip_install, uv_bin
 
 # %% auto #0
-__all__ = ['COMPAT_RELEASES', 'READABLE_RELEASES', 'PYTEST_REPORTS', 'PYTEST_FAMILY', 'ONLY_RELEASE_LEFT', 'COMPAT_NOTE',
-           'HTTPBIN_REPOS', 'HTTPBIN_PORT', 'HTTPBIN_WAIT', 'HTTPBIN_DOWN', 'compat_lifts', 'metadata_lifts',
-           'requested_names', 'harness_lifts', 'merge_lifts', 'shim_source', 'write_compat_layer', 'service_env',
-           'httpbin_setup', 'local_services', 'apt_packages', 'system_package_installed', 'missing_system_packages']
+__all__ = ['COMPAT_RELEASES', 'READABLE_RELEASES', 'REMOVED_RELEASES', 'PYTEST_REPORTS', 'PYTEST_FAMILY', 'ONLY_RELEASE_LEFT',
+           'COMPAT_NOTE', 'HTTPBIN_REPOS', 'HTTPBIN_PORT', 'HTTPBIN_WAIT', 'HTTPBIN_DOWN', 'compat_lifts',
+           'metadata_lifts', 'removed_lifts', 'requested_names', 'harness_lifts', 'merge_lifts', 'shim_source',
+           'write_compat_layer', 'service_env', 'httpbin_setup', 'local_services', 'apt_packages',
+           'system_package_installed', 'missing_system_packages']
 
 # %% ../nbs/03e_compat.ipynb #bf9c6356
 # package -> (host Python from which it is needed, date just after the first release that runs there)
@@ -39,6 +40,8 @@ COMPAT_RELEASES = {
     "packaging": ("3.10", "2014-09-06T00:00:00Z"),  # 14.0
     # numpy before 1.11.3 has no wheel for 3.6, and its source no longer builds (glibc 2.26 dropped xlocale.h)
     "numpy": ("3.6", "2017-01-01T00:00:00Z"),  # 1.11.3's cp36 wheels: 2016-12-31
+    # Cython before 0.29.21 does not build on 3.9 (`PyCode_New` changed); astropy 3.1's setup fetches a 2019 one
+    "cython": ("3.9", "2020-07-09T00:00:00Z"),  # 0.29.21 (2020-07-08): the first with 3.9 wheels
 }
 
 # %% ../nbs/03e_compat.ipynb #831c3297
@@ -58,6 +61,14 @@ READABLE_RELEASES = {"pandas": "2019-08-01T00:00:00Z"}  # 0.25.0 (July 2019): th
 def metadata_lifts(cutoff: str | None) -> dict:
     "package -> later cut-off, for the packages of `READABLE_RELEASES` whose readable releases are after `cutoff`."
     return {pkg: date for pkg, date in READABLE_RELEASES.items() if cutoff and iso_time(cutoff) < iso_time(date)}
+
+# %% ../nbs/03e_compat.ipynb #0f98c299
+REMOVED_RELEASES = {"codecov": "2023-04-18T00:00:00Z"}  # 2.1.13 (2023-04-17), the only release left on PyPI
+
+
+def removed_lifts(cutoff: str | None) -> dict:
+    "package -> later cut-off, for the packages of `REMOVED_RELEASES` whose one release left is after `cutoff`."
+    return {pkg: date for pkg, date in REMOVED_RELEASES.items() if cutoff and iso_time(cutoff) < iso_time(date)}
 
 # %% ../nbs/03e_compat.ipynb #9008fe46
 PYTEST_REPORTS = "2019-11-01T00:00:00Z"  # pytest 5.2: after 4.6, the first whose -rA lists passing tests

@@ -211,6 +211,7 @@ def plan_env(task: Task, gitdir: Path, fetch_python: bool = True, cutoff: bool =
     pre, _ = builds.pre_install_steps(task.repo, [c for c in spec.get("pre_install", []) if "apt-get" not in c])
     lifts = host_compat.merge_lifts(
         host_compat.metadata_lifts(date),
+        host_compat.removed_lifts(date),
         host_compat.harness_lifts(date, spec),
         compat_lifts(date, pyver) if compat else {},
     )
@@ -255,11 +256,10 @@ def _install_requirements(plan: EnvPlan, uv, vpy: Path, tmp: Path, log: list) ->
     venvs.pip_install(uv, vpy, sp_pinned, None, log)
     venvs.pip_install(uv, vpy, sp_loose, plan.cutoff, log, lifts=held)
     moves = pins.repair_pin_conflicts(uv, vpy, pinned + sp_pinned, log)  # a dated package the later pins broke
-    install, version = plan.spec.get("install"), plan.task.version
-    build_env = builds.host_build_env(plan.task.repo, vpy.parent.parent)
-    install_project(
-        uv, vpy, plan.gitdir, plan.setup_commit, install, plan.cutoff, log, version, plan.pre, held, build_env
-    )
+    project = (plan.gitdir, plan.setup_commit, plan.spec.get("install"), plan.cutoff, log, plan.task.version, plan.pre)
+    build = partial(install_project, uv, vpy, *project, held, builds.host_build_env(plan.task.repo, vpy.parent.parent))
+    kept = [r for r in loose if r not in {x["requirement"] for x in left}] + sp_loose
+    moves += pins.build_holding_pins(uv, vpy, pinned + sp_pinned, kept, plan.cutoff, log, held, build)
     return held, subs, moves, dict(undated=undated, left_out=left)
 
 # %% ../nbs/03b_envs.ipynb #4871173e
@@ -322,6 +322,8 @@ def _env_notes(plan: EnvPlan, man: dict, missing: list) -> list:
     why = lambda k, d: (
         "first release whose metadata uv can read"
         if k in host_compat.READABLE_RELEASES
+        else "its only release left on PyPI"
+        if k in host_compat.REMOVED_RELEASES
         else "with pytest, whose -rA lists passing tests from 4.6 on"
         if k in host_compat.PYTEST_FAMILY and d == host_compat.PYTEST_REPORTS
         else f"first release that runs on Python {man['python']}"

@@ -12,11 +12,14 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from . import venvs
+from .core import EnvError
 
 # %% auto #0
-__all__ = ['BROKEN', 'BUILD_TOOLS', 'parse_pip_check', 'pin_conflicts', 'pip_check', 'installed_version', 'repair_pin_conflicts']
+__all__ = ['BROKEN', 'BUILD_TOOLS', 'REJOIN_WHY', 'parse_pip_check', 'pin_conflicts', 'pip_check', 'installed_version',
+           'repair_pin_conflicts', 'moved_pins', 'build_holding_pins']
 
 # %% ../nbs/03l_pins.ipynb #275bcdce
 BROKEN = re.compile(r"^(\S+) (\S+) has requirement (.+), but you have (\S+) (\S+)\.$")
@@ -87,3 +90,39 @@ def repair_pin_conflicts(uv, py: Path, pins: list, log: list, extra_args: tuple 
             if any(m["to_version"] is None for m in moves):
                 break
     return moves
+
+# %% ../nbs/03l_pins.ipynb #f6e85ccc
+REJOIN_WHY = "a later requirement moved the spec's pin and the project did not build; pins and requirements resolved together, as conda's single solve keeps the pins"
+
+
+def moved_pins(py: Path, pins: list) -> list:
+    "(pin, installed version) for each exact pin of `pins` the env of `py` holds at another version."
+    out = []
+    for p in pins:
+        req = Requirement(p)
+        want = [s.version for s in req.specifier if s.operator == "=="]
+        have = installed_version(py, req.name)
+        if want and have and Version(have) != Version(want[0]):
+            out.append((p, have))
+    return out
+
+
+def build_holding_pins(uv, py: Path, pins: list, reqs: list, cutoff: str | None, log: list, lifts: dict, build) -> list:
+    "Run `build()`; when it fails with an exact pin moved, install `pins` and `reqs` together as of `cutoff` and build again. One move record per pin put back."
+    try:
+        build()
+        return []
+    except EnvError:
+        if not uv or not (moved := moved_pins(py, pins)):
+            raise
+    venvs.pip_install(uv, py, [*pins, *reqs], cutoff, log, lifts=lifts)
+    build()
+    return [
+        dict(
+            package=Requirement(p).name,
+            from_version=have,
+            to_version=installed_version(py, Requirement(p).name),
+            why=REJOIN_WHY,
+        )
+        for p, have in moved
+    ]

@@ -21,10 +21,10 @@ from .core import EnvError
 
 # %% auto #0
 __all__ = ['PYTHON_DIRS', 'SETUPTOOLS', 'FAR_FUTURE', 'NETWORK_ERRORS', 'OLD_SETUPTOOLS', 'OLD_BUILD_SIGNS', 'FAILED_BUILD',
-           'UNREACHABLE_SOURCE', 'PYTHON_REFUSAL', 'host_python', 'home_of', 'atomic_dir', 'uv_bin', 'python_version',
-           'pyenv_root', 'python_candidates', 'installed_pythons', 'closest_version', 'find_python', 'dated_args',
-           'install_failure', 'pip_install', 'unbuildable', 'install_leaving_out', 'pins_refusal', 'own_interpreter',
-           'relocate_scripts', 'link_shared', 'create_venv', 'has_pep517_backend']
+           'UNREACHABLE_SOURCE', 'UNSUPPORTED_GIT', 'PYTHON_REFUSAL', 'host_python', 'home_of', 'atomic_dir', 'uv_bin',
+           'python_version', 'pyenv_root', 'python_candidates', 'installed_pythons', 'closest_version', 'find_python',
+           'dated_args', 'install_failure', 'pip_install', 'unbuildable', 'install_leaving_out', 'pins_refusal',
+           'own_interpreter', 'relocate_scripts', 'link_shared', 'create_venv', 'has_pep517_backend']
 
 # %% ../nbs/03i_venvs.ipynb #9290b92b
 def host_python() -> str:
@@ -204,6 +204,9 @@ FAILED_BUILD = re.compile(
     r"Failed to build `([A-Za-z0-9_.\-]+)(?:==([^`\s]+))?"
 )  # uv: the distribution whose build failed
 UNREACHABLE_SOURCE = re.compile(r"unable to access '([^'\s]+?)/?'")  # git: a VCS requirement's repository
+UNSUPPORTED_GIT = re.compile(
+    r"Unsupported Git URL scheme `[^`]*` in `([^`\s]+)`"
+)  # uv: git://, which GitHub no longer serves
 
 
 def _last_part(location: str) -> str:
@@ -223,7 +226,7 @@ def unbuildable(e: EnvError, reqs: list) -> tuple | None:
     text = f"{e}\n{e.output}"
     if m := FAILED_BUILD.search(text):
         name, version = m.group(1), m.group(2)
-    elif m := UNREACHABLE_SOURCE.search(text):
+    elif m := UNREACHABLE_SOURCE.search(text) or UNSUPPORTED_GIT.search(text):
         line = next((r for r in reqs if m.group(1).rstrip("/") in r), None)
         return (_vcs_name(line), None, line) if line else None
     else:
@@ -266,7 +269,10 @@ def install_leaving_out(
 def _build_error(e: EnvError, version: str | None) -> str:
     "A short reason for a left-out requirement: the first compiler or Python error of its failed build, or the fetch error."
     text = e.output or str(e)
-    m = re.search(r"(fatal error: [^\n]+|unable to access [^\n]+|\w+(?:Error|NotFound): [^\n]+)", text)
+    m = re.search(
+        r"(fatal error: [^\n]+|unable to access [^\n]+|Unsupported Git URL scheme [^\n]+|\w+(?:Error|NotFound): [^\n]+)",
+        text,
+    )
     what = f"{version} " if version else ""
     return f"{what}cannot be built or fetched here: {m.group(1).strip()[:200] if m else str(e)[-200:]}"
 
