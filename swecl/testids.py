@@ -10,8 +10,9 @@ from collections import Counter
 
 # %% auto #0
 __all__ = ['PARAM_INDEX', 'FILE_MARK', 'DOCSTRING_RESULT', 'RUNNER_STATUS', 'JOINED_RESULT', 'ANSI', 'PYTEST_STATUSES',
-           'SYMPY_FILE', 'SYMPY_RESULT', 'SYMPY_STATUS', 'id_spellings', 'with_id_spellings', 'readable_log',
-           'docstring_statuses', 'joined_statuses', 'spaced_statuses', 'sympy_file_statuses', 'missed_statuses']
+           'SYMPY_FILE', 'SYMPY_RESULT', 'SYMPY_STATUS', 'PYTEST_VERBOSE', 'id_spellings', 'with_id_spellings',
+           'readable_log', 'docstring_statuses', 'joined_statuses', 'spaced_statuses', 'sympy_file_statuses',
+           'sympy_pytest_statuses', 'missed_statuses']
 
 # %% ../nbs/04e_testids.ipynb #7f6b58a5
 PARAM_INDEX = re.compile(r"_(\d+)\]$")  # pytest 8's `x_0`, older pytest's `x0`
@@ -104,7 +105,17 @@ def sympy_file_statuses(repo: str, log: str) -> dict:
     return out
 
 
+PYTEST_VERBOSE = re.compile(r"^(\S+\.py::\S+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL)(?: +\[ *\d+%\])?$")
+
+
+def sympy_pytest_statuses(repo: str, log: str) -> dict:
+    "sympy: each test's status from pytest's verbose line (`path.py::name PASSED [ 33%]`), which bin/test prints since sympy 1.14 hands over to pytest."
+    lines = ANSI.sub("", log).splitlines() if repo == "sympy/sympy" else []
+    return {m.group(1): m.group(2) for line in lines if (m := PYTEST_VERBOSE.match(line.rstrip()))}
+
+
 def missed_statuses(task, log: str) -> dict:
-    "The statuses SWE-bench's parser for `task.repo` misses in `log`: django's docstring and joined lines, spaced ids, sympy's by file."
+    "The statuses SWE-bench's parser for `task.repo` misses in `log`: django's docstring and joined lines, spaced ids, sympy's by file and under pytest."
     django = docstring_statuses(task.repo, log) | joined_statuses(task.repo, log)
-    return django | spaced_statuses(log, task.FAIL_TO_PASS + task.PASS_TO_PASS) | sympy_file_statuses(task.repo, log)
+    sympy = sympy_file_statuses(task.repo, log) | sympy_pytest_statuses(task.repo, log)
+    return django | spaced_statuses(log, task.FAIL_TO_PASS + task.PASS_TO_PASS) | sympy
