@@ -22,7 +22,7 @@ from .schema import Task
 # %% auto #0
 __all__ = ['POLICIES', 'DEFINITIONS', 'GRADING_FIELDS', 'TWIN_NOTE', 'NO_F2P', 'GRADABLE_DIR', 'NOT_GRADABLE', 'policy_patch',
            'resolved_definition', 'expected', 'twin_key', 'twin_groups', 'twins', 'with_twins', 'validate',
-           'validation_table', 'validate_policies', 'harness_table', 'gradable_record', 'read_gradable',
+           'lists_no_f2p', 'validation_table', 'validate_policies', 'harness_table', 'gradable_record', 'read_gradable',
            'load_gradable', 'gradable_onto', 'read_onto', 'not_gradable', 'left_out_result']
 
 # %% ../nbs/04a_validation.ipynb #8871893a
@@ -115,10 +115,22 @@ def validate(
         done[iid] = replace(done[one], instance_id=iid, notes=[*done[one].notes, TWIN_NOTE.format(one)])
     return [done[t.instance_id] for t in tasks]
 
+# %% ../nbs/04a_validation.ipynb #7c3e9b4f
+NO_F2P = {
+    "label": "upstream-defect",
+    "error": "The task lists no FAIL_TO_PASS test, so every patch, the empty one too, resolves it.",
+    "evidence": None,
+}
+
+
+def lists_no_f2p(gold: dict) -> bool:
+    "Does a gold validation record show a task with no FAIL_TO_PASS test (graded, applied, none counted)?"
+    return gold.get("f2p_total") == 0 and bool(gold.get("patch_applied")) and not gold.get("error")
+
 # %% ../nbs/04a_validation.ipynb #0293c45b
 def validation_table(grades: list, tasks: list, policy: str, definition: str = "swe-bench") -> list:
     "Rows per repository: n, as expected, unexpected, infrastructure errors by reason."
-    repo = {t.instance_id: t.repo for t in tasks}
+    repo, listed = {t.instance_id: t.repo for t in tasks}, {t.instance_id: bool(t.FAIL_TO_PASS) for t in tasks}
     rows = {}
     for g in grades:
         r = rows.setdefault(
@@ -126,9 +138,10 @@ def validation_table(grades: list, tasks: list, policy: str, definition: str = "
             {"repo": repo[g.instance_id], "policy": policy, "n": 0, "expected": 0, "unexpected": 0, "infra": Counter()},
         )
         r["n"] += 1
-        ok = expected(g, policy, definition)
+        none = not listed.get(g.instance_id, True)  # the task lists no FAIL_TO_PASS test
+        ok = None if none else expected(g, policy, definition)
         if ok is None:
-            r["infra"][g.infra_reason] += 1
+            r["infra"][NO_F2P["label"] if none else g.infra_reason] += 1
         elif ok:
             r["expected"] += 1
         else:
@@ -177,7 +190,9 @@ def harness_table(records: list) -> list:
             row["one policy only"] += 1
             continue
         ok = expected(g), expected(e)
-        if ok == (True, True):
+        if lists_no_f2p(g):
+            row["infra"][NO_F2P["label"]] += 1
+        elif ok == (True, True):
             row["both"] += 1
         elif False in ok:  # one unexplained miss makes the instance unexpected, whatever the other grading's label
             row["unexpected"] += 1
@@ -192,12 +207,6 @@ def harness_table(records: list) -> list:
     return res + [total]
 
 # %% ../nbs/04a_validation.ipynb #f8ab9d6e
-NO_F2P = {
-    "error": "The task lists no FAIL_TO_PASS test, so every patch, the empty one too, resolves it.",
-    "evidence": None,
-}
-
-
 def gradable_record(records: list, dataset: str, note: str = "", tasks: list = ()) -> dict:
     "The gradable ids of validation `records` (both policies behaved) and, for each other task (of `tasks` too), why not."
     latest = {(r["instance_id"], r["policy"]): r for r in records}
@@ -211,7 +220,7 @@ def gradable_record(records: list, dataset: str, note: str = "", tasks: list = (
         if g is None or e is None:
             out["other"][iid] = {"repo": (g or e)["repo"], "label": "one policy only"}
             continue
-        if g.get("f2p_total") == 0 and not g.get("error"):  # sklearn-9772 (Verified): nothing can fail
+        if lists_no_f2p(g):  # sklearn-9772 (Verified): nothing can fail
             out["other"][iid] = {"repo": g["repo"], "label": "upstream-defect", "policy": "gold"} | NO_F2P
             continue
         ok = expected(g), expected(e)
