@@ -295,6 +295,10 @@ def _env_notes(plan: EnvPlan, man: dict, missing: list) -> list:
     "Notes on how the env departs from SWE-bench's image (its Python, cut-off, skipped commands, missing packages, layer)."
     notes = [f"python {man['python']} (spec {man['spec_python']})"] + ([plan.python_note] if plan.python_note else [])
     notes += [f"unpinned requirements resolved as of {man['cutoff']}"] if man["cutoff"] else []
+    if man.get("setup_commit") not in (None, plan.setup_commit):  # the cache folder's name holds no commit
+        notes.append(
+            f"env built from {man['setup_commit'][:12]}, the commit of the first task of its version to build it (this task's: {plan.setup_commit[:12]})"
+        )
     notes += [f"pre_install not run: {c}" for c in plan.spec.get("pre_install", []) if "apt-get" in c]
     notes += builds.pre_install_steps(plan.task.repo, plan.spec.get("pre_install", []))[1]
     if missing:
