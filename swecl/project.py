@@ -19,7 +19,8 @@ from .core import EnvError, SandboxError
 from .repos import checkout_tree
 
 # %% auto #0
-__all__ = ['BUILD_FETCHES', 'MISSING_MODULE', 'project_copy', 'python_refusal', 'install_project', 'missing_build_module']
+__all__ = ['BUILD_FETCHES', 'PIP_INSTALL', 'SETUP_BUILD', 'MISSING_MODULE', 'project_copy', 'python_refusal', 'install_project',
+           'missing_build_module']
 
 # %% ../nbs/03m_project.ipynb #24e737b4
 def project_copy(gitdir: Path, commit: str, dest: str, pre_install=()):
@@ -51,6 +52,12 @@ def python_refusal(tree: Path, pyver: str) -> str | None:
 
 # %% ../nbs/03m_project.ipynb #e6e5e671
 BUILD_FETCHES = 3  # modules a build may miss one after another (astropy 3.1: jinja2, then Cython)
+PIP_INSTALL = re.compile(
+    r"pip install (?:-\S+\s+)*\.(\[[^\]]*\])?(?=\s|$)"
+)  # flags first: sklearn's -v --no-use-pep517
+SETUP_BUILD = re.compile(
+    r"python setup\.py build\b"
+)  # matplotlib to 2.2: its setup fetched numpy online in SWE-bench's image
 
 
 def _build_alone(uv, vpy: Path, tree: str, log: list, env: dict):
@@ -74,10 +81,8 @@ def install_project(
     lifts=None,
     build_env=None,
 ):
-    "The project's own dependencies, resolved as of the version's date from the environment commit."
-    m = re.search(
-        r"pip install (?:-\S+\s+)*\.(\[[^\]]*\])?(?=\s|$)", install or ""
-    )  # flags first: sklearn's -v --no-use-pep517
+    "The project's own dependencies, resolved as of the version's date from the environment commit (for a pip install of the project, or matplotlib's old `setup.py build`)."
+    m = PIP_INSTALL.search(install or "") or SETUP_BUILD.search(install or "")
     if not m:
         return
     with tempfile.TemporaryDirectory() as d:
@@ -98,7 +103,9 @@ def install_project(
                 if fetched == BUILD_FETCHES or not (module := missing_build_module(e, Path(d))):
                     raise
                 venvs.pip_install(uv, vpy, [module], date, log, lifts=lifts)  # what the online build fetched
-        venvs.pip_install(uv, vpy, requirements.project_requirements(vpy, d, m.group(1)), date, log, lifts=lifts)
+        venvs.pip_install(
+            uv, vpy, requirements.project_requirements(vpy, d, (m.groups() or [None])[0]), date, log, lifts=lifts
+        )
 
 # %% ../nbs/03m_project.ipynb #10185d26023b46108eb7d9f57d49d2b3
 MISSING_MODULE = re.compile(
