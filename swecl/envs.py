@@ -346,6 +346,7 @@ def _swebench_env(task: Task, gitdir: Path, fetch_python: bool, cutoff: bool, co
     path, topped = _task_env(path, task, gitdir, plan.spec, man, plan.pre)
     if compat:
         write_compat_layer(path)  # a cached env gets the current layer
+    venvs.compile_bytecode(path)  # as pip does at install (the sandbox mounts the env read-only)
     missing = missing_system_packages(plan.spec.get("pre_install", []))
     services, setup, service_notes = local_services(task.repo)
     freetype, freetype_notes = builds.matplotlib_freetype(task.repo)
