@@ -238,7 +238,7 @@ def _spec_requirements(plan: EnvPlan, tmp: Path) -> tuple[list, list]:
 def _install_requirements(plan: EnvPlan, uv, vpy: Path, tmp: Path, log: list) -> tuple[dict, list, list, dict]:
     "Install the env's packages in SWE-bench's order: (held cut-offs, conda substitutions, moves the pins forced, what the host could not build)."
     tools = [p for p in plan.spec.get("pip_packages", []) if re.match(r"setuptools\s*==", p)] or [venvs.SETUPTOOLS]
-    venvs.pip_install(uv, vpy, ["wheel", *tools, "pip"], None, log)
+    venvs.pip_install(uv, vpy, ["wheel", *tools, venvs.pip_for(plan.spec.get("install"))], None, log)
     pinned, loose = _spec_requirements(plan, tmp)
     conda_list = plan.spec.get("packages", "") not in ("", "requirements.txt", "environment.yml")
     pinned, subs = condaenv.wheel_pins(uv, vpy, pinned) if conda_list else (pinned, [])  # conda has wheels PyPI lacks

@@ -20,12 +20,12 @@ from uv import find_uv_bin
 from .core import EnvError
 
 # %% auto #0
-__all__ = ['PYTHON_DIRS', 'SETUPTOOLS', 'FAR_FUTURE', 'NETWORK_ERRORS', 'OLD_SETUPTOOLS', 'OLD_BUILD_SIGNS', 'FAILED_BUILD',
-           'UNREACHABLE_SOURCE', 'UNSUPPORTED_GIT', 'PYTHON_REFUSAL', 'host_python', 'home_of', 'atomic_dir', 'uv_bin',
-           'python_version', 'pyenv_root', 'python_candidates', 'installed_pythons', 'closest_version', 'find_python',
-           'dated_args', 'install_failure', 'pip_install', 'unbuildable', 'install_leaving_out', 'pins_refusal',
-           'own_interpreter', 'relocate_scripts', 'link_shared', 'create_venv', 'compile_bytecode',
-           'has_pep517_backend']
+__all__ = ['PYTHON_DIRS', 'SETUPTOOLS', 'FAR_FUTURE', 'LEGACY_PIP', 'NETWORK_ERRORS', 'OLD_SETUPTOOLS', 'OLD_BUILD_SIGNS',
+           'FAILED_BUILD', 'UNREACHABLE_SOURCE', 'UNSUPPORTED_GIT', 'PYTHON_REFUSAL', 'host_python', 'home_of',
+           'atomic_dir', 'uv_bin', 'python_version', 'pyenv_root', 'python_candidates', 'installed_pythons',
+           'closest_version', 'find_python', 'pip_for', 'dated_args', 'install_failure', 'pip_install', 'unbuildable',
+           'install_leaving_out', 'pins_refusal', 'own_interpreter', 'relocate_scripts', 'link_shared', 'create_venv',
+           'compile_bytecode', 'has_pep517_backend']
 
 # %% ../nbs/03i_venvs.ipynb #9290b92b
 def host_python() -> str:
@@ -133,6 +133,12 @@ def find_python(want: str, fetch: bool = True) -> tuple[str, bool]:
 # %% ../nbs/03i_venvs.ipynb #5032d338
 SETUPTOOLS = "setuptools<71"  # the build tools' constraint: 71 on prefer an installed (old) packaging to their own
 FAR_FUTURE = "2100-01-01T00:00:00Z"  # an exact pin's cut-off: any upload date
+LEGACY_PIP = "pip<25.3"  # 25.3 removed --no-use-pep517, which scikit-learn's specs install with
+
+
+def pip_for(install: str | None) -> str:
+    "The pip an env gets: one that still has `--no-use-pep517` when its install command passes it, else the newest."
+    return LEGACY_PIP if "--no-use-pep517" in (install or "") else "pip"
 
 # %% ../nbs/03i_venvs.ipynb #ad94830c
 def dated_args(cutoff: str | None, lifts: dict | None = None) -> list:
