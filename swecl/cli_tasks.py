@@ -19,7 +19,7 @@ from . import agent, datasets, validation
 from .cli_base import DATASET_HELP, UsageError, arg, command, write_json, write_text
 from .core import component_problem
 from .envcache import env_inventory, prune_envs, usage_by_repo
-from .isolation import Limits
+from .isolation import Limits, limits_for
 from .models import ModelSpec, make_model
 from .sandboxes import sandbox_for
 from .single_shot import single_shot
@@ -68,8 +68,8 @@ SANDBOX_HELP = "where commands run: local (bubblewrap, a one-commit working copy
 
 # %% ../nbs/13c_cli_tasks.ipynb #662a0b5f
 def make_sandbox(kind: str, bench, timeout=None, compat=False):
-    "The sandbox `kind` (local, local-unsafe, docker) for `bench`, with a test timeout when one is given."
-    return sandbox_for(kind, bench, compat=compat, **({"limits": Limits(timeout=timeout)} if timeout else {}))
+    "The sandbox `kind` (local, local-unsafe, docker) for `bench`, with a test timeout (and the CPU time to use it) when one is given."
+    return sandbox_for(kind, bench, compat=compat, **({"limits": limits_for(timeout)} if timeout else {}))
 
 # %% ../nbs/13c_cli_tasks.ipynb #d8aba00d
 def read_records(paths: list) -> list:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 from functools import cache
 
 from .core import package_file
@@ -16,10 +17,10 @@ __all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_
            'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'LEFT_OUT_MSG', 'NOT_IN_SPEC_MSG',
            'SKIP_REASONS', 'DATABASE_MSG', 'DATABASE_SKIPS', 'IMAGE_TEST', 'IMAGE_SIGNS', 'FREETYPE_MSG',
            'PATCHED_PATH', 'MISSING_NAME', 'NEW_FILE', 'DEFINED', 'CODE_ROOTS', 'CUT_NOTE', 'LOG_CUT_MSG',
-           'SQLITE_SIGNS', 'SQLITE_MSG', 'KNOWN_DEFECTS', 'TEST_DIRS', 'LIBRARY_TEST_DIRS', 'DIFF_FILE', 'evidence',
-           'last_line', 'not_passed', 'left_out_evidence', 'test_name', 'skip_evidence', 'image_evidence',
+           'SQLITE_SIGNS', 'SQLITE_MSG', 'KNOWN_DEFECTS', 'TEST_DIRS', 'LIBRARY_TEST_DIRS', 'DIFF_FILE', 'CPU_STOPPED',
+           'evidence', 'last_line', 'not_passed', 'left_out_evidence', 'test_name', 'skip_evidence', 'image_evidence',
            'patched_file_line', 'added_names', 'fix_name_line', 'absent_evidence', 'cut_evidence', 'known_defects',
-           'is_test_file', 'fix_in_test_patch', 'defect_evidence']
+           'is_test_file', 'fix_in_test_patch', 'defect_evidence', 'limit_hit']
 
 # %% ../nbs/04c_evidence.ipynb #ecc2b3bb
 NETWORK_SIGNS = (
@@ -235,3 +236,15 @@ def defect_evidence(instance_id: str, log: str, resolved: bool = False, test_pat
         return None  # an `every_run` defect leaves no grade to read: the sign alone decides
     line = evidence(log, (d["sign"],))
     return (f"A known defect of the dataset ({d['reference']}): {d['why']}.", line) if line else None
+
+# %% ../nbs/04c_evidence.ipynb #9b2e4c11
+CPU_STOPPED = (128 + signal.SIGXCPU, -signal.SIGXCPU)  # the shell's exit code for a child SIGXCPU killed, or the signal
+
+
+def limit_hit(r, timeout: float, cpu_seconds: int) -> str | None:
+    "The sentence for a run (exit_code, timed_out) a limit stopped: the wall clock of `timeout` s or the CPU limit; None otherwise."
+    if r.timed_out:
+        return f"The tests did not finish within {timeout:.0f} s."
+    if r.exit_code in CPU_STOPPED:
+        return f"The tests used up their CPU limit ({cpu_seconds} s of CPU time) and were stopped (SIGXCPU)."
+    return None

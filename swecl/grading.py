@@ -362,8 +362,8 @@ def grade_session(
     g.notes += notes
     g.seconds["tests"] = round(time.time() - t1, 3)
     logs.append(f"$ {cmd}\n{r.output}")
-    if r.timed_out:
-        return mark_infra(g, "timeout", f"The tests did not finish within {timeout or s.limits.timeout:.0f} s.")
+    if why := evidence.limit_hit(r, timeout or s.limits.timeout, s.limits.cpu_seconds):  # the wall clock or the CPU
+        return mark_infra(g, "timeout", why)
     g.statuses = parse_log(task, r.output)
     return distrust(
         verdict(g, task, r, patch, s.env.missing_system, s.env.left_out, s.env.system_libs, s.absent), changed

@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
+import math
 import os
 import resource
 import shutil
@@ -25,10 +26,10 @@ from .core import SandboxError
 
 # %% auto #0
 __all__ = ['SANDBOX_ENV', 'SECRET_MARKERS', 'SANDBOX_UID', 'BWRAP_ARGS', 'TARPIT_ROUTES', 'DROP_PRIVILEGES', 'UTF8_CONTINUATION',
-           'LIBC', 'Limits', 'RunResult', 'scrubbed_env', 'as_root', 'sandbox_uid', 'nproc_of', 'chown_tree',
-           'mount_ro', 'bwrap_path', 'scratch_args', 'system_binds', 'ip_path', 'privilege_drop', 'bwrap_argv',
-           'command_argv', 'set_limits', 'cut_output', 'OutputCap', 'send_input', 'wait_until', 'run_limited',
-           'mount_tmpfs', 'unmount', 'stale_mounts', 'tree_bytes', 'DiskWatch', 'open_regular']
+           'LIBC', 'Limits', 'limits_for', 'RunResult', 'scrubbed_env', 'as_root', 'sandbox_uid', 'nproc_of',
+           'chown_tree', 'mount_ro', 'bwrap_path', 'scratch_args', 'system_binds', 'ip_path', 'privilege_drop',
+           'bwrap_argv', 'command_argv', 'set_limits', 'cut_output', 'OutputCap', 'send_input', 'wait_until',
+           'run_limited', 'mount_tmpfs', 'unmount', 'stale_mounts', 'tree_bytes', 'DiskWatch', 'open_regular']
 
 # %% ../nbs/03h_isolation.ipynb #5e249f9b
 @dataclass
@@ -44,6 +45,11 @@ class Limits:
     tmp_mb: int = 1024  # the private /tmp (RAM-backed)
     shm_mb: int = 64  # the private /dev/shm, as Docker's default
     max_patch_bytes: int = 4 << 20  # a diff beyond this is refused (label 'patch-too-large'), never cut
+
+# %% ../nbs/03h_isolation.ipynb #4a1c7e21
+def limits_for(timeout: float) -> Limits:
+    "The default limits with a wall clock of `timeout` seconds and a CPU limit at least as long."
+    return Limits(timeout=timeout, cpu_seconds=max(Limits.cpu_seconds, math.ceil(timeout)))
 
 # %% ../nbs/03h_isolation.ipynb #3d73d799
 @dataclass
