@@ -156,6 +156,7 @@ NETWORK_ERRORS = (
     "dns error",
     "Network is unreachable",
     "unable to access 'http",  # git: a git+https requirement (flask 2.0 asks for sphinx from GitHub)
+    "Failed to download",  # a build that fetches files itself (matplotlib 3.1: jquery-ui, 2.2: FreeType)
 )
 
 
