@@ -19,7 +19,7 @@ from . import agent, datasets, validation
 from .cli_base import DATASET_HELP, UsageError, arg, command, write_json, write_text
 from .core import component_problem
 from .envcache import env_inventory, prune_envs, usage_by_repo
-from .isolation import Limits, limits_for
+from .isolation import limits_for
 from .models import ModelSpec, make_model
 from .sandboxes import sandbox_for
 from .single_shot import single_shot

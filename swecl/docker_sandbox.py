@@ -23,7 +23,7 @@ from fastcore.basics import patch
 
 from .core import SandboxError, cache_dir
 from .envs import Env, swebench_spec
-from .isolation import SANDBOX_UID, Limits, OutputCap, RunResult, scrubbed_env
+from .isolation import CPU_GRACE, SANDBOX_UID, Limits, OutputCap, RunResult, scrubbed_env
 from .repos import SAFE_GIT
 from .sandbox import MAX_READ_BYTES, install_steps, take_patch
 from .schema import Task
@@ -66,7 +66,8 @@ def command_script(cmd: str, limits: Limits, timeout: float, as_root: bool = Fal
     "The root shell line that runs `cmd` (bash) with the rlimits, the KILL timeout, as `nobody` unless `as_root`."
     drop = "" if as_root else DROP_TO_NOBODY + " "
     redirect = f" < {stdin}" if stdin else " < /dev/null"
-    limits_line = f"ulimit -t {limits.cpu_seconds} -f {limits.file_size_mb << 10}"
+    cpu = f"ulimit -H -t {limits.cpu_seconds + CPU_GRACE}; ulimit -S -t {limits.cpu_seconds}"  # SIGXCPU before SIGKILL
+    limits_line = f"{cpu}; ulimit -f {limits.file_size_mb << 10}"
     return f"{limits_line}; exec timeout -s KILL {int(timeout)} {drop}/bin/bash -c {shlex.quote(cmd)}{redirect}"
 
 # %% ../nbs/03n_docker_sandbox.ipynb #f2989ee9

@@ -25,11 +25,12 @@ from typing import Callable
 from .core import SandboxError
 
 # %% auto #0
-__all__ = ['SANDBOX_ENV', 'SECRET_MARKERS', 'SANDBOX_UID', 'BWRAP_ARGS', 'TARPIT_ROUTES', 'DROP_PRIVILEGES', 'UTF8_CONTINUATION',
-           'LIBC', 'Limits', 'limits_for', 'RunResult', 'scrubbed_env', 'as_root', 'sandbox_uid', 'nproc_of',
-           'chown_tree', 'mount_ro', 'bwrap_path', 'scratch_args', 'system_binds', 'ip_path', 'privilege_drop',
-           'bwrap_argv', 'command_argv', 'set_limits', 'cut_output', 'OutputCap', 'send_input', 'wait_until',
-           'run_limited', 'mount_tmpfs', 'unmount', 'stale_mounts', 'tree_bytes', 'DiskWatch', 'open_regular']
+__all__ = ['SANDBOX_ENV', 'SECRET_MARKERS', 'SANDBOX_UID', 'BWRAP_ARGS', 'TARPIT_ROUTES', 'DROP_PRIVILEGES', 'CPU_GRACE',
+           'UTF8_CONTINUATION', 'LIBC', 'Limits', 'limits_for', 'RunResult', 'scrubbed_env', 'as_root', 'sandbox_uid',
+           'nproc_of', 'chown_tree', 'mount_ro', 'bwrap_path', 'scratch_args', 'system_binds', 'ip_path',
+           'privilege_drop', 'bwrap_argv', 'command_argv', 'set_limits', 'cut_output', 'OutputCap', 'send_input',
+           'wait_until', 'run_limited', 'mount_tmpfs', 'unmount', 'stale_mounts', 'tree_bytes', 'DiskWatch',
+           'open_regular']
 
 # %% ../nbs/03h_isolation.ipynb #5e249f9b
 @dataclass
@@ -196,10 +197,13 @@ def command_argv(
     return argv, {"PATH": "/usr/bin:/bin"}
 
 # %% ../nbs/03h_isolation.ipynb #b30f6727
+CPU_GRACE = 5  # seconds between the CPU limit's SIGXCPU (exit 152: labelled) and the kernel's SIGKILL
+
+
 def set_limits(limits: Limits, nproc_base: int):
     "Set the rlimits of `limits` on the calling process (a command's child, before it runs the command)."
     L = limits
-    resource.setrlimit(resource.RLIMIT_CPU, (L.cpu_seconds, L.cpu_seconds))
+    resource.setrlimit(resource.RLIMIT_CPU, (L.cpu_seconds, L.cpu_seconds + CPU_GRACE))  # SIGXCPU first, not SIGKILL
     resource.setrlimit(resource.RLIMIT_AS, (L.memory_mb << 20, L.memory_mb << 20))
     resource.setrlimit(resource.RLIMIT_FSIZE, (L.file_size_mb << 20, L.file_size_mb << 20))
     n = nproc_base + L.processes

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-from packaging.version import Version
 
 from . import venvs
 from .core import EnvError
@@ -96,13 +95,16 @@ REJOIN_WHY = "a later requirement moved the spec's pin and the project did not b
 
 
 def moved_pins(py: Path, pins: list) -> list:
-    "(pin, installed version) for each exact pin of `pins` the env of `py` holds at another version."
+    "(pin, installed version) for each exact pin of `pins` the env of `py` holds at a version the pin does not accept."
     out = []
     for p in pins:
         req = Requirement(p)
-        want = [s.version for s in req.specifier if s.operator == "=="]
         have = installed_version(py, req.name)
-        if want and have and Version(have) != Version(want[0]):
+        if (
+            any(s.operator == "==" for s in req.specifier)
+            and have
+            and not req.specifier.contains(have, prereleases=True)
+        ):
             out.append((p, have))
     return out
 
@@ -112,17 +114,16 @@ def build_holding_pins(uv, py: Path, pins: list, reqs: list, cutoff: str | None,
     try:
         build()
         return []
-    except EnvError:
+    except EnvError as e:
         if not uv or not (moved := moved_pins(py, pins)):
             raise
-    venvs.pip_install(uv, py, [*pins, *reqs], cutoff, log, lifts=lifts)
-    build()
+        first = e
+    try:
+        venvs.pip_install(uv, py, [*pins, *reqs], cutoff, log, lifts=lifts)
+        build()
+    except EnvError as e:  # the build's own failure is the one to report; the retry's is its cause
+        raise first from e
+    names = [(Requirement(p).name, have) for p, have in moved]
     return [
-        dict(
-            package=Requirement(p).name,
-            from_version=have,
-            to_version=installed_version(py, Requirement(p).name),
-            why=REJOIN_WHY,
-        )
-        for p, have in moved
+        dict(package=n, from_version=have, to_version=installed_version(py, n), why=REJOIN_WHY) for n, have in names
     ]

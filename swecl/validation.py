@@ -15,6 +15,7 @@ from tqdm.auto import tqdm
 
 from .core import component_problem, package_file
 from .datasets import KNOWN
+from .evidence import known_defects
 from .gradecache import GradeCache
 from .grading import Grade, grade
 from .schema import Task
@@ -61,7 +62,7 @@ def expected(g: Grade | dict, policy: str | None = None, definition: str | None 
 
 # %% ../nbs/04a_validation.ipynb #a0e8f585
 GRADING_FIELDS = (
-    "repo", "base_commit", "created_at", "version", "environment_setup_commit",
+    "repo", "base_commit", "created_at", "environment_setup_commit",
     "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS",
 )  # fmt: skip
 TWIN_NOTE = "graded once for its twin {}: the same repository, commit, patches and tests"
@@ -73,9 +74,9 @@ def twin_key(task: Task) -> str:
 
 
 def twin_groups(tasks: list) -> list:
-    "The ids of each group of two or more twins among `tasks`, in order (safe ids only: an unsafe one is labelled, not graded)."
-    groups = {}
-    for t in (t for t in tasks if component_problem(t.instance_id) is None):
+    "The ids of each group of two or more twins among `tasks`, in order; an unsafe id (labelled, not graded) and a known defect's (its label goes by id) are no one's twin."
+    groups, alone = {}, set(known_defects())
+    for t in (t for t in tasks if component_problem(t.instance_id) is None and t.instance_id not in alone):
         groups.setdefault(twin_key(t), []).append(t.instance_id)
     return [g for g in groups.values() if len(g) > 1]
 
@@ -91,7 +92,8 @@ def with_twins(records: list, tasks: list) -> list:
     for ids in twin_groups(tasks):
         for pol in sorted({p for (i, p) in latest if i in ids}):
             src = [r for r in records if r["instance_id"] in ids and r["policy"] == pol][-1]
-            copies += [src | {"instance_id": i, "twin_of": src["instance_id"]} for i in ids if (i, pol) not in latest]
+            one = src.get("twin_of") or src["instance_id"]  # the task graded, when `src` is itself a copy
+            copies += [src | {"instance_id": i, "twin_of": one} for i in ids if (i, pol) not in latest]
     return records + copies
 
 # %% ../nbs/04a_validation.ipynb #20a6e39d
@@ -103,16 +105,24 @@ def validate(
     progress: bool = True,
     timeout: float | None = None,
     cache: GradeCache | None = None,
+    twins_of: dict | None = None,
 ) -> list:
     "Grade every task under `policy` ('gold' or 'empty'), through `cache` if given, once per group of twins; a task with an unsafe id is labelled, not graded."
-    grader, tw, done = cache.grade if cache else grade, twins(tasks), {}
+    grader, tw, done = cache.grade if cache else grade, twins(tasks) if twins_of is None else twins_of, {}
     for task in tqdm(
         [t for t in tasks if t.instance_id not in tw], desc=f"validate {policy}", disable=not progress, unit="task"
     ):
         g = grader(task, policy_patch(task, policy), sandbox, timeout=timeout, log_dir=log_dir)  # labels unsafe ids
         done[task.instance_id] = g
     for iid, one in tw.items():
-        done[iid] = replace(done[one], instance_id=iid, notes=[*done[one].notes, TWIN_NOTE.format(one)])
+        g = done[one]
+        done[iid] = replace(
+            g,
+            instance_id=iid,
+            notes=[*g.notes, TWIN_NOTE.format(one)],
+            statuses=dict(g.statuses),
+            seconds=dict(g.seconds),
+        )
     return [done[t.instance_id] for t in tasks]
 
 # %% ../nbs/04a_validation.ipynb #7c3e9b4f
@@ -138,7 +148,8 @@ def validation_table(grades: list, tasks: list, policy: str, definition: str = "
             {"repo": repo[g.instance_id], "policy": policy, "n": 0, "expected": 0, "unexpected": 0, "infra": Counter()},
         )
         r["n"] += 1
-        none = not listed.get(g.instance_id, True)  # the task lists no FAIL_TO_PASS test
+        ran = not g.error and (g.patch_applied or policy == "empty")
+        none = ran and not listed.get(g.instance_id, True)  # graded, and the task lists no FAIL_TO_PASS test
         ok = None if none else expected(g, policy, definition)
         if ok is None:
             r["infra"][NO_F2P["label"] if none else g.infra_reason] += 1
@@ -165,7 +176,10 @@ def validate_policies(
     "(records, table rows): one JSON record per grading (policy, repo, definition, `Grade.record()`, `twin_of`) and rows per repository."
     records, rows, tw = [], [], twins(tasks)
     for pol in policies:
-        grades = validate(tasks, pol, sandbox, Path(log_dir) / pol if log_dir else None, progress, timeout, cache)
+        logs = Path(log_dir) / pol if log_dir else None
+        grades = validate(
+            tasks, pol, sandbox, logs, progress, timeout, cache, tw
+        )  # one grouping: grading sets versions
         rows += validation_table(grades, tasks, pol, definition)
         records += [
             {"policy": pol, "repo": t.repo, "definition": definition}
