@@ -14,13 +14,14 @@ from .core import package_file
 
 # %% auto #0
 __all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_SIGNS', 'MAX_EVIDENCE', 'network_sign',
-           'python_version_sign', 'system_sign', 'dependency_sign', 'NOT_RUN', 'LEFT_OUT_MSG', 'NOT_IN_SPEC_MSG',
-           'SKIP_REASONS', 'DATABASE_MSG', 'DATABASE_SKIPS', 'IMAGE_TEST', 'IMAGE_SIGNS', 'FREETYPE_MSG',
-           'PATCHED_PATH', 'MISSING_NAME', 'NEW_FILE', 'DEFINED', 'CODE_ROOTS', 'CUT_NOTE', 'LOG_CUT_MSG',
-           'SQLITE_SIGNS', 'SQLITE_MSG', 'KNOWN_DEFECTS', 'TEST_DIRS', 'LIBRARY_TEST_DIRS', 'DIFF_FILE', 'CPU_STOPPED',
-           'evidence', 'last_line', 'not_passed', 'left_out_evidence', 'test_name', 'skip_evidence', 'image_evidence',
-           'patched_file_line', 'added_names', 'fix_name_line', 'absent_evidence', 'cut_evidence', 'known_defects',
-           'is_test_file', 'fix_in_test_patch', 'defect_evidence', 'limit_hit']
+           'python_version_sign', 'system_sign', 'dependency_sign', 'NUMPY_REMOVED', 'VERSION_CAUSE', 'NOT_RUN',
+           'LEFT_OUT_MSG', 'NOT_IN_SPEC_MSG', 'SKIP_REASONS', 'DATABASE_MSG', 'DATABASE_SKIPS', 'IMAGE_TEST',
+           'IMAGE_SIGNS', 'FREETYPE_MSG', 'PATCHED_PATH', 'MISSING_NAME', 'NEW_FILE', 'DEFINED', 'CODE_ROOTS',
+           'CUT_NOTE', 'LOG_CUT_MSG', 'SQLITE_SIGNS', 'SQLITE_MSG', 'KNOWN_DEFECTS', 'TEST_DIRS', 'LIBRARY_TEST_DIRS',
+           'DIFF_FILE', 'CPU_STOPPED', 'evidence', 'last_line', 'version_sign', 'not_passed', 'left_out_evidence',
+           'test_name', 'skip_evidence', 'image_evidence', 'patched_file_line', 'added_names', 'fix_name_line',
+           'absent_evidence', 'cut_evidence', 'known_defects', 'is_test_file', 'fix_in_test_patch', 'defect_evidence',
+           'limit_hit']
 
 # %% ../nbs/04c_evidence.ipynb #ecc2b3bb
 NETWORK_SIGNS = (
@@ -77,6 +78,27 @@ network_sign = lambda log: evidence(log, NETWORK_SIGNS)
 python_version_sign = lambda log: evidence(log, PYTHON_VERSION_SIGNS)
 system_sign = lambda log: evidence(log, SYSTEM_SIGNS)
 dependency_sign = lambda log: evidence(log, DEPENDENCY_SIGNS)
+
+# %% ../nbs/04c_evidence.ipynb #c71a0e02
+NUMPY_REMOVED = re.compile(
+    r"module 'numpy' has no attribute '(int|float|bool|object|str|long|unicode|complex|alen|asscalar)'"
+)
+VERSION_CAUSE = {
+    "python-version": "on a Python other than the spec asks for",
+    "package-version": "with a NumPy the spec pins that removed an API this code uses",
+}
+
+
+def version_sign(log: str, python_mismatch: bool, patch: str = "") -> tuple:
+    "(label, evidence line) for a cause in the env's versions shown by `log`, else (None, None)."
+    if python_mismatch and (line := python_version_sign(log)):
+        return "python-version", line
+    m = NUMPY_REMOVED.search(log or "")
+    if m and not re.search(
+        rf"^\+.*\b(?:np|numpy)\.{m.group(1)}\b", patch or "", re.M
+    ):  # the patch's own use is its own
+        return "package-version", evidence(log, (NUMPY_REMOVED.pattern,))
+    return None, None
 
 # %% ../nbs/04c_evidence.ipynb #ec118ea2
 NOT_RUN = (None, "SKIPPED")  # no status in the log, or skipped

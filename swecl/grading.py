@@ -270,7 +270,7 @@ def verdict(
 ) -> Grade:
     "Fill counts, resolution and infrastructure labels of `g` from its statuses and the test run `r`."
     deps, log, gap = adds_dependency(patch, r.output), r.output, evidence.absent_evidence(r.output, absent)
-    py_sign = evidence.python_version_sign(log) if g.python_mismatch else None
+    vlabel, py_sign = evidence.version_sign(log, g.python_mismatch, patch)  # python-version or package-version
     gap_msg = f"The run failed on a file the mirror lacks: {', '.join(absent)}."
     if not g.statuses:
         if gap:
@@ -285,8 +285,8 @@ def verdict(
             g.evidence = line  # the tests import what only the fix adds: the code's failure, graded unresolved
             return g
         if py_sign:
-            msg = f"The test log has no per-test results (exit code {r.exit_code}), on a Python other than the spec asks for."
-            return mark_infra(g, "python-version", msg, py_sign)
+            msg = f"The test log has no per-test results (exit code {r.exit_code}), {evidence.VERSION_CAUSE[vlabel]}."
+            return mark_infra(g, vlabel, msg, py_sign)
         msg = f"The test log has no per-test results (exit code {r.exit_code})."
         return mark_infra(g, "no-test-output", msg, evidence.last_line(log))
     rep = test_report(task, g.statuses)
@@ -320,7 +320,7 @@ def verdict(
     if known := evidence.defect_evidence(task.instance_id, log, g.resolved, task.test_patch, unpassed):
         return mark_infra(g, "upstream-defect", *known)
     if py_sign and not g.resolved:
-        g.infra_reason, g.evidence = "python-version", py_sign  # the host's Python, shown by the log
+        g.infra_reason, g.evidence = vlabel, py_sign  # the host's Python or the spec's NumPy, shown by the log
     return g
 
 # %% ../nbs/04_grading.ipynb #d7e5f6e5

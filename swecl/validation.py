@@ -134,8 +134,9 @@ NO_F2P = {
 
 
 def lists_no_f2p(gold: dict) -> bool:
-    "Does a gold validation record show a task with no FAIL_TO_PASS test (graded, applied, none counted)?"
-    return gold.get("f2p_total") == 0 and bool(gold.get("patch_applied")) and not gold.get("error")
+    "Does a gold validation record show a task with no FAIL_TO_PASS test (applied, graded resolved on FAIL_TO_PASS, none counted)?"
+    done = bool(gold.get("patch_applied")) and bool(gold.get("f2p_resolved")) and not gold.get("error")
+    return done and gold.get("f2p_total") == 0  # a run cut short counts none too, but is not resolved
 
 # %% ../nbs/04a_validation.ipynb #0293c45b
 def validation_table(grades: list, tasks: list, policy: str, definition: str = "swe-bench") -> list:
