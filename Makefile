@@ -40,7 +40,7 @@ $(LOCAL_LLM_STAMP): $(STAMP)
 	@touch $@
 
 local-llm: install $(LOCAL_LLM_STAMP)
-	$(BIN)/python -m swecl.local_llm run --log results-local-llm/server.log -- \
+	$(BIN)/python -m swecl.models.local_llm run --log results-local-llm/server.log -- \
 		$(BIN)/swecl run --plan local-llm --model {model} --out results-local-llm
 	$(BIN)/swecl report --results results-local-llm --out reports-local-llm
 

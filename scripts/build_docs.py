@@ -2,14 +2,25 @@
 """Build the docs site into `_docs/` (`make docs`), offline.
 
 nbdev_docs does two things: nbdev processes every notebook for the docs (it runs the exported cells and `show_doc`,
-writing `_proc/`), then quarto renders `_proc/` into `_docs/`. quarto is a binary of its own that cannot be installed
-offline (PyPI's quarto-cli downloads it from GitHub when it is built), so:
+writing `_proc/`, with the folders of `nbs/`), then quarto renders `_proc/` into `_docs/`. quarto is a binary of its
+own that cannot be installed offline (PyPI's quarto-cli downloads it from GitHub when it is built), so:
 
 - with `quarto` on PATH, this runs nbdev_docs itself: the full nbdev site (sidebar, search);
 - without it, it runs nbdev's processing step (`nbdev_proc_nbs`, minus the quarto install it would attempt first) and
   renders each processed notebook to HTML with nbconvert, which is pure Python and needs no pandoc for HTML: one page
-  per notebook, named as quarto names it (`00_core.ipynb` -> `core.html`), `index.html` from `nbs/index.ipynb`, and a
-  navigation list of every page on each page.
+  per notebook, in the notebook's folder and named as quarto names it (`nbs/grading/04c_evidence.ipynb` ->
+  `grading/evidence.html`, `nbs/grading/index.ipynb` -> `grading/index.html`, `nbs/index.ipynb` -> `index.html`), and
+  on each page a navigation list of every page, grouped by folder (the user guide, then the packages in the folder
+  order of scripts/structure.py, then the notebooks of `nbs/` itself). Every link is relative, so the site works
+  from any folder and from `file://`: nbdev's absolute doc links and links to `X.ipynb` become links to the page.
+
+The math: quarto has pandoc mark TeX math (`$…$`, `$$…$$`) and MathJax render it in the browser. The nbconvert pages do
+the same: the markdown renderer (nbconvert's mistune one) finds math by pandoc's rules (an opening `$` is followed by a
+non-space, the closing `$` follows a non-space and is not followed by a digit, so `$3 / $15` stays text) and writes it
+as pandoc does, `<span class="math inline">\\(…\\)</span>` and `<span class="math display">\\[…\\]</span>`, HTML-escaped
+and untouched by the markdown; a page with math loads MathJax 2 from nbconvert's `HTMLExporter.mathjax_url` (a CDN, as
+nbconvert's own full templates do), set to typeset only those spans. No pure-Python TeX renderer is installed, so
+without the network the TeX source shows, between its delimiters.
 
 It says which renderer it used and ends with one summary line: pages written and seconds.
 
@@ -18,32 +29,43 @@ Usage: python scripts/build_docs.py [--renderer auto|quarto|nbconvert] [--n-work
 
 import argparse
 import html
+import posixpath
 import re
 import shutil
 import sys
 import time
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 
 import nbdev.quarto
 import nbformat
 import yaml
+from jinja2 import pass_context
 from nbconvert import HTMLExporter
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath, MathInlineParser
 from nbdev.config import get_config
 from nbdev.doclinks import nbglob
 from pygments.formatters import HtmlFormatter
+from structure import FOLDERS  # scripts/structure.py: the packages' folder order
 
 # pandoc's link attributes, which show_doc writes after its [source](...) link: `{target="_blank" style="..."}`
 _LINK_ATTRS = re.compile(r"\[([^\]]*)\]\(([^)\s]+)\)\{((?:\s*[\w-]+=\"[^\"]*\")+)\s*\}")
 _DIRECTIVE = re.compile(r"^#\|\s*([\w-]+):?\s*(.*)$")
+GUIDE = "guide"  # nbs/guide/: the user guide, listed first
+NOTEBOOKS = "notebooks"  # the label of the notebooks in nbs/ itself (drivers and tools, no module)
 _CSS = """
 body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: #212529; display: flex; }
 nav.site { position: sticky; top: 0; height: 100vh; overflow-y: auto; flex: 0 0 15rem; padding: 1rem;
   background: #f8f9fa; border-right: 1px solid #dee2e6; font-size: 0.9rem; box-sizing: border-box; }
 nav.site .brand { font-weight: 600; font-size: 1.2rem; text-decoration: none; color: inherit; }
 nav.site ul { list-style: none; padding: 0; margin: 0.75rem 0 0; }
+nav.site ul ul { margin: 0.1rem 0 0.4rem 0.8rem; }
 nav.site li { margin: 0.2rem 0; }
+nav.site li.group > a, nav.site li.group > span { font-weight: 600; text-transform: uppercase; font-size: 0.8rem;
+  letter-spacing: 0.03em; }
+nav.site li.group > span { color: #6c757d; }
 nav.site a { color: #0d6efd; text-decoration: none; }
-nav.site li.current a { font-weight: 600; color: #212529; }
+nav.site li.current > a { font-weight: 600; color: #212529; }
 main { flex: 1; min-width: 0; max-width: 60rem; padding: 1rem 2rem 4rem; }
 header .description { color: #6c757d; font-size: 1.1rem; }
 pre { background: #f6f8fa; padding: 0.6rem 0.8rem; overflow-x: auto; border-radius: 4px; font-size: 0.85rem; }
@@ -54,6 +76,16 @@ th, td { border: 1px solid #dee2e6; padding: 0.25rem 0.5rem; text-align: left; v
 .output_area pre { background: #fff; border-left: 3px solid #dee2e6; }
 .anchor-link { visibility: hidden; margin-left: 0.3rem; text-decoration: none; }
 h2:hover .anchor-link, h3:hover .anchor-link, h4:hover .anchor-link { visibility: visible; }
+.math.display { display: block; overflow-x: auto; margin: 0.5rem 0; }
+"""
+# MathJax 2 (the version nbconvert's templates load), typesetting only pandoc's math spans: the page is `tex2jax_ignore`,
+# the spans are `math`, and their only delimiters are `\(…\)` and `\[…\]`, so a `$` in text or code is never math.
+_MATHJAX = """<script type="text/x-mathjax-config">
+MathJax.Hub.Config({tex2jax: {inlineMath: [["\\\\(", "\\\\)"]], displayMath: [["\\\\[", "\\\\]"]],
+  processEscapes: false, processEnvironments: true, ignoreClass: "tex2jax_ignore", processClass: "math"},
+  messageStyle: "none"});
+</script>
+<script src="%s" async></script>
 """
 
 
@@ -105,32 +137,57 @@ def _prepare(nb):
     return nb
 
 
-def _page(title: str, description: str, body: str, nav: list, current: str, site: str) -> str:
-    items = "\n".join(
-        f'<li{" class=current" if f == current else ""}><a href="{f}">{html.escape(t)}</a></li>' for f, t in nav
-    )
-    desc = f'<p class="description">{html.escape(description)}</p>' if description else ""
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{html.escape(title)} – {html.escape(site)}</title>
-<link rel="stylesheet" href="style.css">
-</head>
-<body>
-<nav class="site"><a class="brand" href="index.html">{html.escape(site)}</a>
-<ul>
-{items}
-</ul>
-</nav>
-<main>
-<header><h1 class="title">{html.escape(title)}</h1>{desc}</header>
-{body}
-</main>
-</body>
-</html>
-"""
+class _PandocMathInline(MathInlineParser):
+    "nbconvert's math parser with pandoc's rule for `$…$`: no space inside either `$`, no digit after the closing one."
+
+    INLINE_MATH_TEX = r"(?s:(?<![$\\])\$(?![\s$])(?P<math_inline_tex>(?:\\.|[^$\\])+?)(?<!\s)\$(?!\d))"
+    SPECIFICATION = {**MathInlineParser.SPECIFICATION, "inline_math_tex": INLINE_MATH_TEX}
+
+
+class _PandocMathRenderer(IPythonRenderer):
+    "nbconvert's renderer writing math as pandoc's HTML writer does with MathJax: a `math` span around `\\(…\\)`."
+
+    def inline_math(self, body: str) -> str:
+        return f'<span class="math inline">\\({self.escape_html(body)}\\)</span>'
+
+    def block_math(self, body: str) -> str:
+        return f'<span class="math display">\\[{self.escape_html(body)}\\]</span>'
+
+    def latex_environment(self, name: str, body: str) -> str:
+        name, body = self.escape_html(name), self.escape_html(body)
+        return f'<span class="math display">\\begin{{{name}}}{body}\\end{{{name}}}</span>'
+
+
+class _Exporter(HTMLExporter):
+    "nbconvert's HTML exporter whose markdown (cells, and show_doc's outputs) marks math as pandoc does."
+
+    @pass_context
+    def markdown2html(self, context, source):
+        renderer = _PandocMathRenderer(  # as HTMLExporter.markdown2html makes its renderer
+            escape=False,
+            attachments=context.get("cell", {}).get("attachments", {}),
+            embed_images=self.embed_images,
+            path=context.get("resources", {}).get("metadata", {}).get("path", ""),
+            anchor_link_text=self.anchor_link_text,
+            exclude_anchor_links=self.exclude_anchor_links,
+            **self.lexer_options,
+        )
+        return MarkdownWithMath(renderer=renderer, inline=_PandocMathInline(hard_wrap=False)).render(source)
+
+
+@dataclass
+class Doc:
+    "One page: its notebook and its page, both relative (`grading/04c_evidence.ipynb`, `grading/evidence.html`)."
+
+    notebook: str
+    page: str
+    title: str
+    description: str
+    nb: object = None
+
+    @property
+    def folder(self) -> str:
+        return posixpath.dirname(self.notebook)
 
 
 def _html_name(notebook: str) -> str:
@@ -140,15 +197,97 @@ def _html_name(notebook: str) -> str:
     return re.sub(r"^\d+[a-zA-Z0-9]*_", "", Path(notebook).stem.lower()) + ".html"
 
 
-def _offline_html(body: str, pages: dict, site_url: str) -> str:
-    "Links made to work offline, as quarto's: nbdev's absolute doc links and `X.ipynb` links to the page, relative."
+def page_path(notebook: str, output_file: str | None = None) -> str:
+    "The page of a notebook (a path relative to nbs/), in the notebook's folder: `grading/04c_evidence.ipynb` -> ..."
+    p = PurePosixPath(notebook)
+    return str(p.with_name(output_file or _html_name(p.name)))
+
+
+def _rel(target: str, page: str) -> str:
+    "`target` (a path from the site's root) as a link from `page`: `../agent/agent.html` from `grading/evidence.html`."
+    return posixpath.relpath(target, posixpath.dirname(page) or ".")
+
+
+def groups(docs: list) -> list:
+    """The navigation: (label, head, pages) per group, in order: the landing page alone, the user guide, the packages
+    in the folder order, any other folder, then the notebooks of nbs/ itself. A folder's head is its index page."""
+    by_folder = {}
+    for d in sorted(docs, key=lambda d: d.notebook):
+        by_folder.setdefault(d.folder, []).append(d)
+    root = by_folder.pop("", [])
+    out = [("", d, []) for d in root if d.page == "index.html"]
+    order = [GUIDE, *FOLDERS]
+    for folder in order + sorted(set(by_folder) - set(order)):
+        if folder in by_folder:
+            head = next((d for d in by_folder[folder] if posixpath.basename(d.page) == "index.html"), None)
+            out.append((folder, head, [d for d in by_folder[folder] if d is not head]))
+    rest = [d for d in root if d.page != "index.html"]
+    return out + ([(NOTEBOOKS, None, rest)] if rest else [])
+
+
+def _nav(nav: list, page: str) -> str:
+    "The navigation list as seen from `page`: every link relative to it, the current page marked."
+
+    def item(d, cls="", children=""):
+        cls = " ".join(c for c in (cls, "current" if d.page == page else "") if c)
+        attr = f' class="{cls}"' if cls else ""
+        return f'<li{attr}><a href="{_rel(d.page, page)}">{html.escape(d.title)}</a>{children}</li>'
+
+    lines = []
+    for label, head, docs in nav:
+        if not label:  # the landing page
+            lines.append(item(head))
+            continue
+        children = "<ul>\n" + "\n".join(item(d) for d in docs) + "\n</ul>" if docs else ""
+        if head:
+            lines.append(item(Doc(head.notebook, head.page, label, ""), "group", children))
+        else:
+            lines.append(f'<li class="group"><span>{html.escape(label)}</span>{children}</li>')
+    return "\n".join(lines)
+
+
+def _page(doc: Doc, body: str, nav: list, site: str, mathjax_url: str) -> str:
+    desc = f'<p class="description">{html.escape(doc.description)}</p>' if doc.description else ""
+    math = _MATHJAX % mathjax_url if 'class="math ' in body else ""
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(doc.title)} – {html.escape(site)}</title>
+<link rel="stylesheet" href="{_rel("style.css", doc.page)}">
+{math}</head>
+<body class="tex2jax_ignore">
+<nav class="site"><a class="brand" href="{_rel("index.html", doc.page)}">{html.escape(site)}</a>
+<ul>
+{_nav(nav, doc.page)}
+</ul>
+</nav>
+<main>
+<header><h1 class="title">{html.escape(doc.title)}</h1>{desc}</header>
+{body}
+</main>
+</body>
+</html>
+"""
+
+
+def _offline_html(body: str, doc: Doc, pages: dict, site_url: str) -> str:
+    """Links made to work offline, as quarto's: nbdev's absolute doc links (`https://host/base/agent/agent.html#x`) and
+    links to notebooks (`../grading/04c_evidence.ipynb`, relative to the notebook) become relative links to pages."""
     if site_url:
-        body = body.replace(f'href="{site_url.rstrip("/")}/', 'href="')
-    body = re.sub(
-        r'href="([\w.-]+\.ipynb)(#[^"]*)?"',
-        lambda m: f'href="{pages.get(m.group(1)) or _html_name(m.group(1))}{m.group(2) or ""}"',
-        body,
-    )
+
+        def local(m):
+            target = m.group(1) or ""
+            return f'href="{_rel(target + "index.html" if not target or target.endswith("/") else target, doc.page)}'
+
+        body = re.sub(rf'href="{re.escape(site_url.rstrip("/"))}(?:/([^"#]*))?(?=[#"])', local, body)
+
+    def notebook(m):
+        nb = posixpath.normpath(posixpath.join(doc.folder, m.group(1)))
+        return f'href="{_rel(pages.get(nb) or page_path(nb), doc.page)}{m.group(2) or ""}"'
+
+    body = re.sub(r'href="([^":#?]+\.ipynb)(#[^"]*)?"', notebook, body)
     # a `\|` in a table cell is a pipe that does not end the cell; pandoc drops the backslash, even in code
     body = re.sub(r"<t([dh])([^>]*)>(.*?)</t\1>", lambda m: m.group(0).replace("\\|", "|"), body, flags=re.S)
     # heading anchors as pandoc makes them (`InfraError` -> `#infraerror`), which nbdev's doc links point at
@@ -156,25 +295,29 @@ def _offline_html(body: str, pages: dict, site_url: str) -> str:
 
 
 def render_nbconvert(cfg, notebooks: list, proc: Path, out: Path) -> int:
-    "Each processed notebook to `out/<output-file>`, with the navigation list; returns the number of pages."
-    read = []
+    "Each processed notebook (a path relative to `proc`) to its page under `out`, with the navigation; returns pages."
+    docs = []
     for name in notebooks:
         nb = nbformat.read(proc / name, as_version=4)
         fm = _frontmatter(nb)
-        page = fm.get("output-file") or _html_name(name)
-        read.append((name, page, str(fm.get("title") or Path(name).stem), str(fm.get("description") or ""), nb))
-    read.sort(key=lambda r: (r[1] != "index.html", r[0]))
-    nav = [(page, title) for _, page, title, _, _ in read]
-    pages = {name: page for name, page, *_ in read}
-    exporter = HTMLExporter(template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True)
+        title = str(fm.get("title") or Path(name).stem)
+        docs.append(Doc(name, page_path(name, fm.get("output-file")), title, str(fm.get("description") or ""), nb))
+    clash = {d.page for d in docs if sum(e.page == d.page for e in docs) > 1}
+    if clash:
+        sys.exit(f"build_docs: several notebooks would write {sorted(clash)}")
+    nav = groups(docs)
+    pages = {d.notebook: d.page for d in docs}
+    exporter = _Exporter(template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True)
     site_url = f"{cfg.get('doc_host', '')}{cfg.get('doc_baseurl', '')}"
     out.mkdir(parents=True, exist_ok=True)
     (out / "style.css").write_text(_CSS + HtmlFormatter().get_style_defs(".highlight"))
-    for name, page, title, desc, nb in read:
-        body, _ = exporter.from_notebook_node(_prepare(nb))
-        html_text = _page(title, desc, _offline_html(body, pages, site_url), nav, page, cfg.get("title", cfg.lib_name))
-        (out / page).write_text(html_text)
-    return len(read)
+    for doc in docs:
+        body, _ = exporter.from_notebook_node(_prepare(doc.nb))
+        site = cfg.get("title", cfg.lib_name)
+        text = _page(doc, _offline_html(body, doc, pages, site_url), nav, site, exporter.mathjax_url)
+        (out / doc.page).parent.mkdir(parents=True, exist_ok=True)
+        (out / doc.page).write_text(text)
+    return len(docs)
 
 
 def build(renderer: str = "auto", n_workers: int = 2) -> int:
@@ -188,13 +331,14 @@ def build(renderer: str = "auto", n_workers: int = 2) -> int:
     if renderer == "quarto":
         print(f"build_docs: renderer quarto ({quarto}), through nbdev_docs", flush=True)
         nbdev.quarto.nbdev_docs.__wrapped__(n_workers=n_workers)
-        return len(list(out.glob("*.html")))
+        return len([p for p in out.rglob("*.html") if "site_libs" not in p.relative_to(out).parts])
     why = "asked for" if quarto else 'quarto is not on PATH; pip install -e ".[docs]" gives the quarto site, online'
     print(f"build_docs: renderer nbconvert ({why})", flush=True)
     # nbdev_proc_nbs first makes sure quarto is installed, by downloading it with sudo; here it is not needed.
     nbdev.quarto._ensure_quarto = lambda: None
     nbdev.quarto.nbdev_proc_nbs.__wrapped__(n_workers=n_workers)
-    notebooks = sorted(p.name for p in nbglob(cfg.nbs_path, func=Path))
+    # the notebooks nbdev processed (recursively when settings.ini says `recursive = True`), relative to nbs/
+    notebooks = sorted(p.relative_to(cfg.nbs_path).as_posix() for p in nbglob(cfg.nbs_path, func=Path))
     shutil.rmtree(out, ignore_errors=True)
     return render_nbconvert(cfg, notebooks, cfg.config_path / "_proc", out)
 

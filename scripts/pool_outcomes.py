@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Label each experience of the SWE-ContextBench pool resolved, unresolved, unknown or not graded (swecl.pool_outcomes).
+"""Label each experience of the SWE-ContextBench pool resolved, unresolved, unknown or not graded (swecl.pool.outcomes).
 
 Reads the replay's reconstructed.jsonl (scripts/pool_replay.py) and the `--json` files of `swecl regrade` runs over its
 patches; writes the outcomes file that `datasets.load_experience_pool` reads (package data, swecl/data/pool/).
@@ -11,9 +11,9 @@ import argparse
 import json
 from pathlib import Path
 
-from swecl.core import package_file
-from swecl.pool_outcomes import experience_outcomes, outcome_counts, outcomes_file, write_outcomes
-from swecl.pool_replay import POOL_FILE
+from swecl.base.core import package_file
+from swecl.pool.outcomes import experience_outcomes, outcome_counts, outcomes_file, write_outcomes
+from swecl.pool.replay import POOL_FILE
 
 
 def main(argv=None):

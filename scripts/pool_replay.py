@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Reconstruct the final patch of each SWE-ContextBench Lite experience session (swecl.pool_replay, swecl.pool_check).
+"""Reconstruct the final patch of each SWE-ContextBench Lite experience session (swecl.pool.replay, swecl.pool.check).
 
 Reads $SWECL_DATA_DIR/swe-contextbench/experience-lite.jsonl.gz and the base commits from the mirrors under
 $SWECL_REPO_MIRROR; writes reconstructed.jsonl and sanity.json into $SWECL_POOL_OUT (default pool-replay/).
@@ -11,9 +11,9 @@ import argparse
 import os
 from pathlib import Path
 
-from swecl.pool_check import write_reconstruction
-from swecl.pool_replay import POOL_FILE
-from swecl.pool_session import NEW_FILE_RULES
+from swecl.pool.check import write_reconstruction
+from swecl.pool.replay import POOL_FILE
+from swecl.pool.session import NEW_FILE_RULES
 
 
 def main(argv=None):

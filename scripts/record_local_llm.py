@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""Record real replies of the local smoke model (SmolLM2-135M on llama.cpp's server, swecl.local_llm) into
+"""Record real replies of the local smoke model (SmolLM2-135M on llama.cpp's server, swecl.models.local_llm) into
 swecl/data/local_llm/smollm2_responses.jsonl: the raw chat-completion bodies (or error bodies) the server sent, one per
-line with the case it shows and how it was asked. The agent notebooks replay them (swecl.replies, nbs/07_agent).
+line with the case it shows and how it was asked. The agent notebooks replay them (swecl.agent.replies, nbs/07_agent).
 
 Usage: python scripts/record_local_llm.py [--url http://127.0.0.1:PORT/v1]   (without --url a server is started)
 Needs the local-llm extra (make local-llm). At temperature 0 the same server build answers the same way."""
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import httpx
 
-from swecl.agent import AgentConfig, run_agent
-from swecl.local_llm import LocalServer
-from swecl.mini import load_mini
-from swecl.models import make_model
-from swecl.sandbox import LocalSandbox
+from swecl.agent.agent import AgentConfig, run_agent
+from swecl.models.local_llm import LocalServer
+from swecl.models.models import make_model
+from swecl.sandbox.sandbox import LocalSandbox
+from swecl.tasks.mini import load_mini
 
 OUT = Path(__file__).resolve().parent.parent / "swecl" / "data" / "local_llm" / "smollm2_responses.jsonl"
 TASK = "swecl-mini__minicalc-1"

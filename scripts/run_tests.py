@@ -36,9 +36,13 @@ def _test_one(path, skip_flags):
 
 
 def run_notebooks(forced, only, workers):
-    nbs = sorted(p for p in (ROOT / "nbs").glob("*.ipynb") if not p.name.startswith("_"))
+    nbs = sorted(
+        p
+        for p in (ROOT / "nbs").rglob("*.ipynb")
+        if not any(part.startswith(("_", ".")) for part in p.relative_to(ROOT / "nbs").parts)
+    )
     if only:
-        nbs = [p for p in nbs if any(o in p.stem for o in only)]
+        nbs = [p for p in nbs if any(o in p.relative_to(ROOT / "nbs").as_posix() for o in only)]
     skip = _skip_flags(forced)
     results = {}
     # One fresh process per notebook: execnb replaces __main__, and notebooks must not share state.
@@ -51,8 +55,9 @@ def run_notebooks(forced, only, workers):
             except Exception as e:
                 ok, secs = False, 0.0
                 print(f"{p.name}: runner crashed: {e}", file=sys.stderr)
-            results[p.name] = ok
-            print(f"  {'ok  ' if ok else 'FAIL'} {p.name} ({secs:.1f}s)", flush=True)
+            name = p.relative_to(ROOT / "nbs").as_posix()
+            results[name] = ok
+            print(f"  {'ok  ' if ok else 'FAIL'} {name} ({secs:.1f}s)", flush=True)
     return results
 
 

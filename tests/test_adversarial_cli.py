@@ -1,7 +1,7 @@
 """Hostile and careless command lines (issue 16): every bad input ends in one sentence on stderr and exit status 2,
 never in a traceback and never silently accepted; strict readers refuse bad attempt records naming file and line;
 infrastructure failures are counted, never turned into verdicts; ids from a dataset never become paths outside the
-logs folder. Everything runs in-process through `swecl.cli.main`, on tiny real files, offline."""
+logs folder. Everything runs in-process through `swecl.cli.app.main`, on tiny real files, offline."""
 
 import contextlib
 import io
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swecl.cli import main
+from swecl.cli.app import main
 
 MINI_ID = "swecl-mini__textkit-1"
 

@@ -8,11 +8,11 @@ guarded result is not an accident of a broken attack.
 
 import pytest
 
-from swecl import grading
-from swecl.guard import env_changes, env_state, guard_tree
-from swecl.mini import load_mini
-from swecl.repos import SAFE_GIT
-from swecl.sandbox import LocalSandbox
+from swecl.grading import grading
+from swecl.grading.guard import env_changes, env_state, guard_tree
+from swecl.sandbox.sandbox import LocalSandbox
+from swecl.tasks.mini import load_mini
+from swecl.tasks.repos import SAFE_GIT
 
 MINI = load_mini()
 TASK = MINI.task("swecl-mini__textkit-1")

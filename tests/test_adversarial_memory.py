@@ -18,10 +18,10 @@ import pytest
 
 faiss = pytest.importorskip("faiss")  # the memory extra
 
-from swecl.core import InfraError  # noqa: E402
-from swecl.experience import MemoryError_, representation  # noqa: E402
-from swecl.memory import HashingEmbedder, MemoryStore  # noqa: E402
-from swecl.schema import Experience  # noqa: E402
+from swecl.base.core import InfraError  # noqa: E402
+from swecl.base.schema import Experience  # noqa: E402
+from swecl.memory.experience import MemoryError_, representation  # noqa: E402
+from swecl.memory.memory import HashingEmbedder, MemoryStore  # noqa: E402
 
 EMB = HashingEmbedder()
 ROW = EMB.dim * 4
@@ -326,9 +326,9 @@ def test_add_refuses_vectors_changed_while_in_use(store):
 
 CHILD = """
 import os, signal, sys
-from swecl import experience
-from swecl.memory import HashingEmbedder, MemoryStore
-from swecl.schema import Experience
+from swecl.memory import experience
+from swecl.memory.memory import HashingEmbedder, MemoryStore
+from swecl.base.schema import Experience
 
 where, first, n = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 real_append = experience.append_jsonl
@@ -389,8 +389,8 @@ def test_sigkill_mid_record_write_cuts_the_whole_add(store, tmp_path):
 LOOP = """
 import sys
 import numpy as np
-from swecl.memory import HashingEmbedder, MemoryStore
-from swecl.schema import Experience
+from swecl.memory.memory import HashingEmbedder, MemoryStore
+from swecl.base.schema import Experience
 
 s, emb = MemoryStore(sys.argv[1], HashingEmbedder()), HashingEmbedder()
 print("ready", flush=True)

@@ -20,15 +20,15 @@ import yaml
 from conftest import ROOT, run
 from filelock import FileLock
 
-from swecl.cli import main
-from swecl.core import read_jsonl
-from swecl.memory import HashingEmbedder, MemoryStore
-from swecl.mini import load_mini
-from swecl.model_base import ScriptedModel
-from swecl.models import make_model
-from swecl.plans import Cell, RunError
-from swecl.runner import run_cell
-from swecl.sandbox import LocalSandbox
+from swecl.base.core import read_jsonl
+from swecl.cli.app import main
+from swecl.memory.memory import HashingEmbedder, MemoryStore
+from swecl.models.model_base import ScriptedModel
+from swecl.models.models import make_model
+from swecl.runs.plans import Cell, RunError
+from swecl.runs.runner import run_cell
+from swecl.sandbox.sandbox import LocalSandbox
+from swecl.tasks.mini import load_mini
 
 SCRIPT = ROOT / "swecl" / "data" / "scripts" / "mini.yaml"
 SEQ = "swecl-mini_textkit_sequence"

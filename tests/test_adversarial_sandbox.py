@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from swecl.core import SandboxError
-from swecl.envs import Env
-from swecl.isolation import Limits
-from swecl.mini import load_mini
-from swecl.repos import export_tree
-from swecl.sandbox import LocalSandbox, LocalSession, PatchTooLarge
-from swecl.tools import Toolbox
+from swecl.agent.tools import Toolbox
+from swecl.base.core import SandboxError
+from swecl.envs.envs import Env
+from swecl.sandbox.isolation import Limits
+from swecl.sandbox.sandbox import LocalSandbox, LocalSession, PatchTooLarge
+from swecl.tasks.mini import load_mini
+from swecl.tasks.repos import export_tree
 
 MINI = load_mini()
 MIRROR = MINI.metadata["mirror"]
@@ -37,8 +37,8 @@ def session():
 def python_rss(code: str, timeout=120) -> tuple[int, str]:
     "(peak RSS in MB, stdout) of a fresh Python running `code` (which may use the names of this module's setup)."
     setup = (
-        "import resource\nfrom swecl.mini import load_mini\nfrom swecl.sandbox import LocalSandbox\n"
-        "from swecl.isolation import Limits\nfrom swecl.tools import Toolbox\n"
+        "import resource\nfrom swecl.tasks.mini import load_mini\nfrom swecl.sandbox.sandbox import LocalSandbox\n"
+        "from swecl.sandbox.isolation import Limits\nfrom swecl.agent.tools import Toolbox\n"
         "MINI = load_mini(); TASK = MINI.task('swecl-mini__textkit-3')\n"
     )
     # VmHWM is this process's own peak: ru_maxrss would also carry the parent's size at fork through exec, so a test
@@ -135,11 +135,11 @@ def test_disk_cap_holds_for_an_unprivileged_harness():
     # empty folder: the harness's interpreter lives under /root, out of nobody's reach, and the commands need none)
     code = f"""
         from pathlib import Path
-        from swecl.envs import Env
-        from swecl.isolation import Limits
-        from swecl.mini import load_mini
-        from swecl.repos import export_tree
-        from swecl.sandbox import LocalSession, disk_cap
+        from swecl.envs.envs import Env
+        from swecl.sandbox.isolation import Limits
+        from swecl.tasks.mini import load_mini
+        from swecl.tasks.repos import export_tree
+        from swecl.sandbox.sandbox import LocalSession, disk_cap
         m, root = load_mini(), Path("{tmp_path}") / "session"
         root.mkdir()
         cap = disk_cap(root, 32)
@@ -154,7 +154,9 @@ def test_disk_cap_holds_for_an_unprivileged_harness():
     """
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "SWECL_CACHE_DIR": str(tmp_path / "cache")}
     as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c"]
-    probe = subprocess.run([*as_nobody, "import swecl.sandbox"], capture_output=True, text=True, env=env, timeout=120)
+    probe = subprocess.run(
+        [*as_nobody, "import swecl.sandbox.sandbox"], capture_output=True, text=True, env=env, timeout=120
+    )
     if probe.returncode:  # e.g. a checkout under a 0700 folder (mktemp -d): nobody cannot import the harness at all
         shutil.rmtree(tmp_path, ignore_errors=True)
         pytest.skip(f"the harness is not readable by nobody here: {probe.stderr.strip()[-200:]}")

@@ -7,17 +7,17 @@ import sys
 import textwrap
 import time
 
-from swecl.agent import read_trajectory
+from swecl.agent.agent import read_trajectory
 
 
 def test_killed_agent_leaves_a_readable_trajectory(tmp_path):
     traj = tmp_path / "traj.jsonl"
     code = textwrap.dedent(f"""
         import time
-        from swecl.mini import load_mini
-        from swecl.sandbox import LocalSandbox
-        from swecl.models import ScriptedModel, Reply
-        from swecl.agent import run_agent
+        from swecl.tasks.mini import load_mini
+        from swecl.sandbox.sandbox import LocalSandbox
+        from swecl.models.models import ScriptedModel, Reply
+        from swecl.agent.agent import run_agent
         mini = load_mini(); t = mini.task('swecl-mini__textkit-1')
         def hang(messages):
             time.sleep(600); return Reply('never')

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import run
 
-from swecl import datasets
-from swecl.repos import mirror_candidates
-from swecl.validation import load_gradable
+from swecl.grading.validation import load_gradable
+from swecl.tasks import datasets
+from swecl.tasks.repos import mirror_candidates
 
 MIRRORS = os.environ.get("SWECL_REPO_MIRROR", "")
 SEQ = "psf_requests_sequence"

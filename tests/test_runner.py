@@ -94,7 +94,7 @@ def test_run_cell_notebook_with_papermill(tmp_path):
 @pytest.mark.slow
 def test_ray_engine(tmp_path):
     ray = pytest.importorskip("ray")
-    from swecl.runner import run_plan
+    from swecl.runs.runner import run_plan
 
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)
     try:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from swecl.core import cache_dir
-from swecl.isolation import SANDBOX_UID, Limits, nproc_of, sandbox_uid
-from swecl.mini import load_mini
-from swecl.sandbox import LocalSandbox
+from swecl.base.core import cache_dir
+from swecl.sandbox.isolation import SANDBOX_UID, Limits, nproc_of, sandbox_uid
+from swecl.sandbox.sandbox import LocalSandbox
+from swecl.tasks.mini import load_mini
 
 MINI = load_mini()
 MIRROR = MINI.metadata["mirror"]

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS
 
-from swecl import datasets
-from swecl.repos import mirror_candidates
-from swecl.specversion import derive_spec_version
+from swecl.tasks import datasets
+from swecl.tasks.repos import mirror_candidates
+from swecl.tasks.specversion import derive_spec_version
 
 MIRRORS = os.environ.get("SWECL_REPO_MIRROR", "")
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import run
 
-from swecl import datasets
-from swecl.grading import grade
-from swecl.repos import mirror_candidates
-from swecl.sandbox import LocalSandbox
+from swecl.grading.grading import grade
+from swecl.sandbox.sandbox import LocalSandbox
+from swecl.tasks import datasets
+from swecl.tasks.repos import mirror_candidates
 
 MIRRORS = os.environ.get("SWECL_REPO_MIRROR", "")
 
