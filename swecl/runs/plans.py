@@ -25,11 +25,11 @@ from ..tasks.datasets import load
 from ..tasks.selection import sequence_id
 
 # %% auto #0
-__all__ = ['MAX_COMPONENT', 'LATER_OPTIONS', 'COUNTS', 'AGENT_NUMBERS', 'FLAGS_BASE', 'RunError', 'safe_component', 'Cell',
-           'check_number', 'check_list', 'check_conditions', 'check_budget', 'check_agent', 'check_transfer',
-           'check_names', 'check_values', 'check_plan', 'plan_path', 'load_plan', 'plan_sequences', 'plan_models',
-           'plan_cells', 'expand', 'split_list', 'parse_condition', 'parse_seeds', 'parse_transfer', 'apply_flags',
-           'plan_from_flags', 'RunConfig', 'run_config']
+__all__ = ['MAX_COMPONENT', 'LATER_OPTIONS', 'COUNTS', 'NUMBERS', 'FLAGS_BASE', 'RunError', 'safe_component', 'Cell',
+           'check_number', 'check_list', 'check_conditions', 'check_group', 'check_budget', 'check_agent',
+           'check_transfer', 'check_names', 'check_values', 'check_plan', 'plan_path', 'load_plan', 'plan_sequences',
+           'plan_models', 'plan_cells', 'expand', 'split_list', 'parse_condition', 'parse_seeds', 'parse_transfer',
+           'apply_flags', 'plan_from_flags', 'RunConfig', 'run_config']
 
 # %% ../../nbs/runs/11a_plans.ipynb #25cc391a
 class RunError(RuntimeError):
@@ -112,7 +112,7 @@ def agent_config(self: Cell) -> AgentConfig:
 
 # %% ../../nbs/runs/11a_plans.ipynb #fae2b988
 COUNTS = {"n_samples": 1, "k": 1, "max_context_tokens": 1, "max_tasks": 1, "workers": 1}  # key -> least value
-AGENT_NUMBERS = {"bash_timeout"}  # an agent option that is a number > 0, not a count
+NUMBERS = {"max_cost", "max_seconds", "bash_timeout"}  # budget and agent options that are numbers > 0, not counts
 
 # %% ../../nbs/runs/11a_plans.ipynb #f5dfa756
 def check_number(value, what: str, least=1, integer: bool = True):
@@ -146,29 +146,26 @@ def check_conditions(plan: dict) -> None:
             raise RunError(f"The plan's condition {c} is not known: {e}") from None
 
 # %% ../../nbs/runs/11a_plans.ipynb #7bd7b2eb
+def check_group(plan: dict, group: str, keys: set, optional: bool = False) -> None:
+    "The plan's `group` mapping: `keys` only, each a count ≥ 1 or (`NUMBERS`) a number > 0, None too when `optional`."
+    m = plan.get(group)
+    if m is None:
+        return
+    if not isinstance(m, dict) or set(m) - keys:
+        raise RunError(f"The plan's {group} must be a mapping of {', '.join(sorted(keys))}, not {m!r}.")
+    for k, v in m.items():
+        if not (optional and v is None):
+            check_number(v, f"{group}.{k}", *((0, False) if k in NUMBERS else ()))
+
+
 def check_budget(plan: dict) -> None:
     "The plan's budget: a mapping of max_steps (integer ≥ 1), max_cost and max_seconds (numbers > 0); else `RunError`."
-    b = plan.get("budget")
-    if b is None:
-        return
-    if not isinstance(b, dict) or set(b) - BUDGET_KEYS:
-        raise RunError(f"The plan's budget must be a mapping of {', '.join(sorted(BUDGET_KEYS))}, not {b!r}.")
-    if b.get("max_steps") is not None:
-        check_number(b["max_steps"], "budget.max_steps")
-    for k in ("max_cost", "max_seconds"):
-        if b.get(k) is not None:
-            check_number(b[k], f"budget.{k}", 0, integer=False)
+    check_group(plan, "budget", BUDGET_KEYS, optional=True)
 
 # %% ../../nbs/runs/11a_plans.ipynb #acae54e37e7d407bbb7b55eff062a284
 def check_agent(plan: dict) -> None:
     "The plan's agent options: a mapping of `AGENT_KEYS`, each a count ≥ 1 (the bash timeout a number > 0); else `RunError`."
-    a = plan.get("agent")
-    if a is None:
-        return
-    if not isinstance(a, dict) or set(a) - AGENT_KEYS:
-        raise RunError(f"The plan's agent must be a mapping of {', '.join(sorted(AGENT_KEYS))}, not {a!r}.")
-    for k, v in a.items():
-        check_number(v, f"agent.{k}", 0, integer=False) if k in AGENT_NUMBERS else check_number(v, f"agent.{k}")
+    check_group(plan, "agent", AGENT_KEYS)
 
 # %% ../../nbs/runs/11a_plans.ipynb #990f2ffe
 def check_transfer(plan: dict) -> None:
