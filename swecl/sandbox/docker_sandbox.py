@@ -67,7 +67,7 @@ def command_script(cmd: str, limits: Limits, timeout: float, as_root: bool = Fal
     "The root shell line that runs `cmd` (bash) with the rlimits, the KILL timeout, as `nobody` unless `as_root`."
     drop = "" if as_root else DROP_TO_NOBODY + " "
     redirect = f" < {stdin}" if stdin else " < /dev/null"
-    cpu = f"ulimit -H -t {limits.cpu_seconds + CPU_GRACE}; ulimit -S -t {limits.cpu_seconds}"  # SIGXCPU before SIGKILL
+    cpu = f"ulimit -S -t {limits.cpu_seconds}; ulimit -H -t {limits.cpu_seconds + CPU_GRACE}"  # soft first: soft > hard is EINVAL
     limits_line = f"{cpu}; ulimit -f {limits.file_size_mb << 10}"
     return f"{limits_line}; exec timeout -s KILL {int(timeout)} {drop}/bin/bash -c {shlex.quote(cmd)}{redirect}"
 
