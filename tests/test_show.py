@@ -84,7 +84,7 @@ def test_report_links_every_attempt_page(swecl_bin, results, tmp_path):
     r = run(swecl_bin, "report", "--results", str(out), "--out", str(rep), "--dataset", "mini", "--quick")
     assert r.returncode == 0, r.stderr[-2000:]
     readme = (rep / "README.md").read_text()
-    assert "## Trajectories" in readme and "(trajectories/index.html)" in readme
+    assert "## Trajectories" in readme and "(./trajectories/index.html)" in readme
     index = (rep / "trajectories" / "index.html").read_text()
     pages = re.findall(r'href="([^"]+\.html)"', index)
     assert sorted(Path(p).name for p in pages) == ["first-i1-j1-s0.html", "first-i2-j2-s0.html"]

@@ -5,14 +5,16 @@
 # %% ../../nbs/base/00a_labels.ipynb #8dd0d8092fe74a7c96281538738b07e2
 from __future__ import annotations
 
+import json
 from enum import Enum
+from functools import cache
 from importlib.resources import files
 
 import yaml
 
 # %% auto #0
-__all__ = ['LABELS_FILE', 'SIDES', 'COLUMNS', 'Label', 'TABLE_COLUMNS', 'LabelRow', 'member_name', 'read_labels',
-           'labels_markdown']
+__all__ = ['LABELS_FILE', 'SIDES', 'COLUMNS', 'Label', 'TABLE_COLUMNS', 'GRADABLE_FILES', 'LabelRow', 'member_name',
+           'read_labels', 'labels_markdown', 'gold_grades_here', 'label_side', 'excuses']
 
 # %% ../../nbs/base/00a_labels.ipynb #8edb47106e1a46a883d545849b8ab81b
 LABELS_FILE = files("swecl") / "data" / "labels.yaml"
@@ -61,3 +63,29 @@ def labels_markdown(columns=("label", "side", "meaning", "what to do")) -> str:
     "The label table as Markdown, with columns from `TABLE_COLUMNS`."
     rows = [f"| {' | '.join(columns)} |", "|" + "---|" * len(columns)]
     return "\n".join(rows + [f"| {' | '.join(TABLE_COLUMNS[c](l) for c in columns)} |" for l in Label])
+
+# %% ../../nbs/base/00a_labels.ipynb #c0a1b2c302
+GRADABLE_FILES = files("swecl") / "data" / "gradable"
+
+# %% ../../nbs/base/00a_labels.ipynb #c0a1b2c303
+@cache
+def gold_grades_here() -> frozenset:
+    "Every instance id whose gold patch resolves and empty patch does not here (the gradable sets kept with swecl)."
+    ids = set()
+    for f in GRADABLE_FILES.iterdir():
+        if f.name.endswith(".json"):
+            ids |= set(json.loads(f.read_text()).get("gradable", []))
+    return frozenset(ids)
+
+# %% ../../nbs/base/00a_labels.ipynb #c0a1b2c304
+def label_side(label: str) -> str:
+    "The side of a label's name (the exit reason `model_error` is `model-error`); `run` for a name not in the table."
+    try:
+        return Label("model-error" if label == "model_error" else label).side
+    except ValueError:
+        return "run"  # never trust an unknown label
+
+# %% ../../nbs/base/00a_labels.ipynb #c0a1b2c305
+def excuses(label: str | None, instance_id: str | None) -> bool:
+    "Whether `label` keeps an attempt of `instance_id` out of the rates (see above)."
+    return bool(label) and (label_side(label) != "run" or instance_id not in gold_grades_here())

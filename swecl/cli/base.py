@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -23,13 +24,14 @@ from .. import __version__
 from ..base.core import InfraError
 from ..base.schema import DatasetError
 from ..models.models import ModelError
+from ..report.parts import term_text
 from ..runs.poisoning import PoisonError
 from ..runs.runner import RunError
 
 # %% auto #0
-__all__ = ['BAD_INPUT', 'COUNT', 'POSITIVE', 'SECONDS', 'ARG_TYPES', 'DATASET_HELP', 'arg', 'command', 'UsageError', 'number',
-           'write_json', 'write_text', 'output_file', 'frame_text', 'Parser', 'default_text', 'HelpFormatter', 'parser',
-           'quiet_logging', 'dispatch', 'call']
+__all__ = ['BAD_INPUT', 'MACHINE_ERRORS', 'COUNT', 'POSITIVE', 'SECONDS', 'ARG_TYPES', 'DATASET_HELP', 'arg', 'command',
+           'UsageError', 'machine_sentence', 'number', 'write_json', 'write_text', 'output_file', 'frame_text',
+           'Parser', 'default_text', 'HelpFormatter', 'parser', 'quiet_logging', 'dispatch', 'call']
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #86874180
 def arg(*flags, **kw) -> tuple:
@@ -53,6 +55,19 @@ class UsageError(Exception):
 # %% ../../nbs/cli/13a_cli_base.ipynb #54db7733
 BAD_INPUT = (DatasetError, UsageError, InfraError, ModelError, RunError, PoisonError, yaml.YAMLError)
 BAD_INPUT += (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, KeyError, ValueError)
+
+# %% ../../nbs/cli/13a_cli_base.ipynb #4d18b64b
+MACHINE_ERRORS = (MemoryError, OSError, subprocess.SubprocessError)  # after BAD_INPUT: its OSErrors come first
+
+
+def machine_sentence(e: BaseException) -> str:
+    "One sentence for an error of `MACHINE_ERRORS`: what ran out or failed, and what to do."
+    if isinstance(e, MemoryError):
+        return "out of memory (MemoryError); give smaller inputs, or more memory (ulimit -v, the machine's RAM)."
+    if isinstance(e, OSError):
+        where = f" ({e.filename})" if e.filename else ""
+        return f"{e.strerror or e}{where}; check the paths given, the free disk space and the process limits (ulimit)."
+    return f"a process could not be started ({e}); check the process limits (ulimit -v, ulimit -u)."
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #347b113b
 def number(kind=int, low: float = 0, above: bool = False):
@@ -110,8 +125,11 @@ def output_file(text: str) -> str:
 # %% ../../nbs/cli/13a_cli_base.ipynb #beb84f04
 def frame_text(df, decimals: int = 4, width: int = 200) -> str:
     "A frame as plain text for the terminal: all rows, without the index, floats with `decimals` decimals."
+    shown = df.map(
+        lambda v: term_text(v) if isinstance(v, str) else v
+    )  # ids from files: no escape reaches the terminal
     with pd.option_context("display.width", width, "display.max_rows", 500):
-        return df.to_string(index=False, float_format=lambda v: f"{v:.{decimals}f}")
+        return shown.to_string(index=False, float_format=lambda v: f"{v:.{decimals}f}")
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #93f429ab
 ARG_TYPES = dict(count=COUNT, positive=POSITIVE, seconds=SECONDS, amount=number(float, 0, above=True))
@@ -191,7 +209,10 @@ def dispatch(commands: list, argv=None) -> int:
         return e.code
     except BAD_INPUT as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-        print(f"swecl {a.command}: {' '.join(str(msg).split())}", file=sys.stderr)  # one line, however it was written
+        print(f"swecl {a.command}: {term_text(' '.join(str(msg).split()))}", file=sys.stderr)  # one line, no escapes
+        return 2
+    except MACHINE_ERRORS as e:
+        print(f"swecl {a.command}: {term_text(' '.join(machine_sentence(e).split()))}", file=sys.stderr)
         return 2
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #4943fad3

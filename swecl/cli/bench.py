@@ -8,18 +8,26 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from ..base.schema import DatasetError
-from .base import arg, command, write_json
+from .base import UsageError, arg, command, write_json
 from ..runs import bench
 from ..sandbox.sandboxes import sandbox_for
 from ..tasks import datasets
 from ..tasks.selection import load_tasks
 
 # %% auto #0
-__all__ = ['BENCH_ARGS', 'memory_bench', 'cmd_bench']
+__all__ = ['MAX_STORE_SIZE', 'BENCH_ARGS', 'memory_bench', 'cmd_bench']
 
 # %% ../../nbs/cli/13g_cli_bench.ipynb #81f11186
+MAX_STORE_SIZE = 1_000_000  # vectors bench memory may make: 1e6 × 384 float32 is 1.5 GB (float64 while drawn)
+
+
 def memory_bench(a) -> dict:
     "`bench memory`: store and embedding figures, printed as tables."
+    if too_big := [x for x in a.sizes if x > MAX_STORE_SIZE]:  # refused before anything is allocated
+        raise UsageError(
+            f"--sizes {too_big[0]:g} is above {MAX_STORE_SIZE:,} vectors (about {too_big[0] * 384 * 12 / 1e9:,.0f} GB "
+            f"to hold); give store sizes up to {MAX_STORE_SIZE:g}."
+        )
     try:
         texts = [t.problem_statement for t in datasets.load("verified").tasks][:512]
     except DatasetError:

@@ -13,6 +13,7 @@ from .base import DATASET_HELP, UsageError, arg, command, frame_text, write_json
 from ..metrics import metrics
 from ..metrics.attempts import left_out
 from ..report import report
+from ..report.parts import term_text
 from ..tasks import datasets, similarity
 from ..tasks.curriculum import build_swe_bench_cl
 
@@ -202,6 +203,9 @@ def cmd_report(a):
         raise UsageError(
             f"The results folder {a.results} is not a folder; run swecl run first or pass --results FOLDER."
         )
+    if Path(a.out).is_symlink() or (Path(a.out).exists() and not Path(a.out).is_dir()):
+        what = "a symlink, which the report would be written through" if Path(a.out).is_symlink() else "not a folder"
+        raise UsageError(f"--out {a.out} is {what}; give a folder (new or existing) for the report.")
     matplotlib.use("Agg")
     path = report.render(results=a.results, out=a.out, dataset=a.dataset, all_pairs=not a.quick)
     print(f"report written: {path}")
@@ -243,9 +247,10 @@ def dataset_rows() -> list:
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #002c2b81
 def columns(rows: list, keys: list) -> str:
-    "`rows` as plain-text lines of the values of `keys`, each column padded to its widest value but the last."
-    widths = [max(len(str(r[k])) for r in rows) for k in keys[:-1]]
-    lines = ["  ".join([f"{r[k]!s:<{w}}" for k, w in zip(keys, widths)] + [str(r[keys[-1]])]) for r in rows]
+    "`rows` as plain-text lines of the values of `keys` (control characters removed), each column padded to its widest value but the last."
+    rows = [{k: " ".join(term_text(r[k]).split()) for k in keys} for r in rows]  # one line each, no escapes
+    widths = [max(len(r[k]) for r in rows) for k in keys[:-1]]
+    lines = ["  ".join([f"{r[k]:<{w}}" for k, w in zip(keys, widths)] + [r[keys[-1]]]) for r in rows]
     return "\n".join(lines)
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #e5d4a930

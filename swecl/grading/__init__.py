@@ -13,6 +13,7 @@ MODULES = (
     "testids",
     "evidence",
     "guard",
+    "witness",
     "grading",
     "gradecache",
     "validation",

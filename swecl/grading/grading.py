@@ -25,8 +25,19 @@ from ..base.schema import Task
 from ..envs.envs import swebench_spec
 from . import evidence
 from .directives import test_directives
-from .guard import env_changes, env_state, guard_tree, runner_scripts
+from swecl.grading.guard import (
+    env_changes,
+    env_state,
+    git_dir_line,
+    git_state,
+    guard_tree,
+    restore_raw,
+    runner_scripts,
+    tree_changes,
+    untracked,
+)
 from .testids import missed_statuses, readable_log, with_id_spellings
+from .witness import Witness, run_witnessed, witness_findings
 from ..sandbox.isolation import RunResult
 from ..sandbox.sandbox import Session
 from ..tasks.mini import MINI_DIR
@@ -35,9 +46,9 @@ from ..tasks.repos import SAFE_GIT
 # %% auto #0
 __all__ = ['APPLY_METHODS', 'TEST_LOG_CHARS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPENDENCY_MSG', 'Grade', 'attempt_verdict',
            'mini_test_cmd', 'is_mini', 'base_test_command', 'test_command', 'tox_direct', 'session_test_command',
-           'parse_log', 'test_report', 'patch_files', 'apply_patch', 'apply_step', 'prepare_tests', 'reset_test_files',
-           'apply_test_patch', 'run_tests', 'adds_dependency', 'mark_infra', 'no_results_verdict', 'count_results',
-           'host_label', 'verdict', 'distrust', 'grade_session', 'grade']
+           'parse_log', 'test_report', 'patch_files', 'apply_patch', 'refuse', 'apply_step', 'prepare_tests',
+           'reset_test_files', 'apply_test_patch', 'run_tests', 'adds_dependency', 'mark_infra', 'no_results_verdict',
+           'count_results', 'host_label', 'verdict', 'distrust', 'witness_check', 'test_step', 'grade_session', 'grade']
 
 # %% ../../nbs/grading/04_grading.ipynb #d327c451
 @dataclass
@@ -193,21 +204,36 @@ def apply_patch(session: Session, patch: str) -> tuple[str | None, str]:
         session.run(f"{SAFE_GIT} reset -q --hard {session.base} && {SAFE_GIT} clean -fdq", timeout=120)
     return None, "\n".join(logs)
 
+# %% ../../nbs/grading/04_grading.ipynb #7a1c0e03
+def refuse(g: Grade, why: str) -> None:
+    "Refuse the patch: not applied, flagged with `why`; grading ends (None for `apply_step`)."
+    g.patch_applied, g.apply_method = False, None
+    g.suspicious.append(why)
+    g.notes.append("patch refused: " + why.split(": ", 1)[-1])
+
 # %% ../../nbs/grading/04_grading.ipynb #520ebb00
-def apply_step(s: Session, task: Task, patch: str, g: Grade, logs: list, reject_test_edits: bool = False) -> bool:
-    "Apply the model patch (nothing for an empty one), filling `g`; False when grading ends here."
+def apply_step(
+    s: Session, task: Task, patch: str, g: Grade, logs: list, reject_test_edits: bool = False
+) -> list | None:
+    "Apply the model patch (nothing for an empty one), filling `g`: the paths it changed in the tree, None when grading ends here."
     if not patch.strip():
-        return True
+        return []
     touched = set(patch_files(patch)) & set(patch_files(task.test_patch))
     if touched and reject_test_edits:
         g.notes.append(f"patch edits test files {sorted(touched)}: rejected")
-        return False
+        return None
+    if line := git_dir_line(patch):
+        return refuse(g, f".git: the patch writes inside the repository's .git folder ({line[:100]})")
+    state, before = git_state(s), untracked(s)
     g.apply_method, log = apply_patch(s, patch)
     logs.append(log)
     g.patch_applied = g.apply_method is not None
     if not g.patch_applied:
         g.notes.append("patch N/A: it applies with none of the methods")
-    return g.patch_applied
+        return None
+    if git_state(s) != state:
+        return refuse(g, ".git: applying the patch changed the repository's git configuration, info or hooks")
+    return tree_changes(s, before)
 
 # %% ../../nbs/grading/04_grading.ipynb #2d945710
 def prepare_tests(s: Session, logs: list) -> int:
@@ -222,15 +248,11 @@ def prepare_tests(s: Session, logs: list) -> int:
 
 # %% ../../nbs/grading/04_grading.ipynb #469baa91
 def reset_test_files(s: Session, test_patch: str) -> list[str]:
-    "Check out the test patch's files that exist in the working copy at the base commit; the files reset."
+    "Put every file of the test patch back as at the base commit, byte for byte (removed if it is new there); the files."
     tests = patch_files(test_patch)
-    if not tests:
-        return []
-    quoted = " ".join(f"'{f}'" for f in tests)
-    present = s.run(f'for f in {quoted}; do [ -e "$f" ] && echo "$f"; done').output.split()
-    if present:
-        s.run(f"{SAFE_GIT} checkout -q {s.base} -- " + " ".join(f"'{f}'" for f in present))
-    return present
+    for f in tests:
+        restore_raw(s, f)  # also a test file the model patch deleted or created, so the test patch applies as made
+    return tests
 
 # %% ../../nbs/grading/04_grading.ipynb #73809d51
 def apply_test_patch(s: Session, test_patch: str) -> RunResult | None:
@@ -243,10 +265,13 @@ def apply_test_patch(s: Session, test_patch: str) -> RunResult | None:
 TEST_LOG_CHARS = 32 << 20  # a test log is kept whole up to here: Django's full suite writes about 3 MB
 
 # %% ../../nbs/grading/04_grading.ipynb #df6fb59f
-def run_tests(s: Session, task: Task) -> tuple[str, RunResult, list]:
-    "Run the task's tests in `s`: (command, result, notes)."
+def run_tests(s: Session, task: Task) -> tuple[str, RunResult, list, Witness | None]:
+    "Run the task's tests in `s`, the runner under the witness where it knows it: (command, result, notes, witness)."
     cmd, notes = session_test_command(s, task)
-    return cmd, s.run(cmd, max_output=TEST_LOG_CHARS), notes
+    r, w = run_witnessed(s, cmd, TEST_LOG_CHARS)
+    if w is None:
+        notes.append("graded from the test log alone: the witness does not know this test runner")
+    return cmd, r, notes, w
 
 # %% ../../nbs/grading/04_grading.ipynb #156fae3f
 NEW_DEPENDENCY_FILES = {Path(f) for f in ("setup.py", "setup.cfg", "pyproject.toml", "requirements.txt")}
@@ -345,14 +370,40 @@ def verdict(
     return host_label(g, task, log, count_results(g, task), signs, missing_system, left_out, system_libs)
 
 # %% ../../nbs/grading/04_grading.ipynb #d7e5f6e5
-def distrust(g: Grade, changes: list) -> Grade:
-    "No resolution for a grade whose test start-up the install step changed (`changes`, from `guard.env_changes`)."
-    if changes and (g.resolved or g.f2p_resolved):
+def distrust(g: Grade, changes: list, findings: list = ()) -> Grade:
+    "No resolution when the install step changed how the tests start (`changes`) or the witness contradicts the log (`findings`, added to suspicious)."
+    g.suspicious += list(findings)
+    if (changes or findings) and (g.resolved or g.f2p_resolved):
         g.resolved = g.f2p_resolved = False
-        g.notes.append(
-            "not resolved: the install step of the patched tree changed how the tests start (see suspicious)"
+        why = (
+            "the test witness contradicts the test log" if findings else "the install step changed how the tests start"
         )
+        g.notes.append(f"not resolved: {why} (see suspicious)")
     return g
+
+# %% ../../nbs/grading/04_grading.ipynb #7a1c0e01
+def witness_check(task: Task, statuses: dict, w: Witness | None) -> tuple[list, list]:
+    "The witness's (contradictions, flags) on a run's log statuses (none when the runner ran without it)."
+    if w is None:
+        return [], []
+    seen = parse_log(task, "\n".join(w.lines))  # the witness's lines, through the same parser as the log
+    return witness_findings(w, statuses, seen, task.FAIL_TO_PASS + task.PASS_TO_PASS)
+
+# %% ../../nbs/grading/04_grading.ipynb #7a1c0e02
+def test_step(s: Session, task: Task, patch: str, g: Grade, logs: list, changed: list) -> Grade:
+    "Run the tests, parse the log, check it against the witness, and reach the verdict."
+    t1 = time.time()
+    cmd, r, notes, w = run_tests(s, task)
+    g.notes += notes
+    g.seconds["tests"] = round(time.time() - t1, 3)
+    logs.append(f"$ {cmd}\n{r.output}")
+    if why := evidence.limit_hit(r, s.limits.timeout, s.limits.cpu_seconds):  # the wall clock or the CPU
+        return mark_infra(g, Label.TIMEOUT, why)
+    g.statuses = parse_log(task, r.output)
+    contradictions, flags = witness_check(task, g.statuses, w)
+    g.suspicious += flags  # flagged: no rate counts it resolved
+    g = verdict(g, task, r, patch, s.env.missing_system, s.env.left_out, s.env.system_libs, s.absent)
+    return distrust(g, changed, contradictions)
 
 # %% ../../nbs/grading/04_grading.ipynb #b1e3fdb9
 def grade_session(s: Session, task: Task, patch: str, g: Grade, logs: list, reject_test_edits=False) -> Grade:
@@ -360,9 +411,9 @@ def grade_session(s: Session, task: Task, patch: str, g: Grade, logs: list, reje
     g.python_mismatch = s.env.python_mismatch
     g.notes += s.env.notes + [f"the working copy lacks {p} (the mirror is partial)" for p in s.absent]
     t1 = time.time()
-    if not apply_step(s, task, patch, g, logs, reject_test_edits):
+    if (touched := apply_step(s, task, patch, g, logs, reject_test_edits)) is None:
         return g
-    g.suspicious += guard_tree(s, patch, runner_scripts(base_test_command(task)))
+    g.suspicious += guard_tree(s, touched, runner_scripts(base_test_command(task)))
     g.seconds["apply"], t1 = round(time.time() - t1, 3), time.time()
     before = env_state(s) if s.env.install and patch.strip() else None  # only the install runs the patch's code
     if code := prepare_tests(s, logs):
@@ -376,17 +427,7 @@ def grade_session(s: Session, task: Task, patch: str, g: Grade, logs: list, reje
         if r.exit_code:
             msg = "The test patch does not apply to the base commit; the dataset row or the mirror is inconsistent."
             return mark_infra(g, Label.TEST_PATCH, msg)
-    t1 = time.time()
-    cmd, r, notes = run_tests(s, task)
-    g.notes += notes
-    g.seconds["tests"] = round(time.time() - t1, 3)
-    logs.append(f"$ {cmd}\n{r.output}")
-    if why := evidence.limit_hit(r, s.limits.timeout, s.limits.cpu_seconds):  # the wall clock or the CPU
-        return mark_infra(g, Label.TIMEOUT, why)
-    g.statuses = parse_log(task, r.output)
-    return distrust(
-        verdict(g, task, r, patch, s.env.missing_system, s.env.left_out, s.env.system_libs, s.absent), changed
-    )
+    return test_step(s, task, patch, g, logs, changed)
 
 # %% ../../nbs/grading/04_grading.ipynb #5bb15601
 def grade(task: Task, patch: str, sandbox, log_dir=None, reject_test_edits: bool = False) -> Grade:

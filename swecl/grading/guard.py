@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import configparser
 import json
+import re
 import shlex
 import sys
 import tomllib
 from pathlib import PurePosixPath
 
-from ..base.core import diff_paths
 from ..tasks.repos import SAFE_GIT
 
 # %% auto #0
-__all__ = ['RUNNER_CONFIG_FILES', 'SHADOW_MODULES', 'CONTENT_CHECKED', 'ENV_PROBE', 'path_class', 'cfg_runner_config',
-           'toml_runner_config', 'runner_config', 'module_names', 'shadowing', 'runner_scripts', 'finding', 'restore',
+__all__ = ['RUNNER_CONFIG_FILES', 'SHADOW_MODULES', 'CONTENT_CHECKED', 'GIT_DIR_PATH', 'ENV_PROBE', 'path_class',
+           'cfg_runner_config', 'toml_runner_config', 'runner_config', 'module_names', 'shadowing', 'runner_scripts',
+           'finding', 'git_dir_line', 'zero_split', 'untracked', 'tree_changes', 'git_state', 'restore_raw', 'restore',
            'text_at', 'exists', 'guard_tree', 'env_state', 'env_changes']
 
 # %% ../../nbs/grading/04b_guard.ipynb #158b7097
@@ -118,13 +119,60 @@ def finding(path: str, base_text: str | None = None, new_text: str | None = None
         return f"the patch changes the test configuration or pytest plugins in {name}"
     return None
 
+# %% ../../nbs/grading/04b_guard.ipynb #b7c1a002
+GIT_DIR_PATH = re.compile(r"""(?:^|[\s/"'])\.git(?:[/"'\s]|$)""")  # `.git` as a path component, not .gitignore
+
+# %% ../../nbs/grading/04b_guard.ipynb #b7c1a003
+def git_dir_line(patch: str) -> str | None:
+    "The first header line of `patch` naming a path inside `.git` (None: none does)."
+    for line in patch.splitlines():
+        header = line.startswith(("--- ", "+++ ")) or not line.startswith((" ", "+", "-", "\\", "@"))
+        if header and GIT_DIR_PATH.search(line):
+            return line
+    return None
+
+# %% ../../nbs/grading/04b_guard.ipynb #b7c1a005
+def zero_split(text: str) -> set[str]:
+    return set(filter(None, text.split("\0")))
+
+# %% ../../nbs/grading/04b_guard.ipynb #b7c1a006
+def untracked(s) -> set[str]:
+    "Every file git does not track in the working copy, ignored ones too."
+    return zero_split(s.run(f"{SAFE_GIT} ls-files -z --others", max_output=1 << 26).output)
+
+# %% ../../nbs/grading/04b_guard.ipynb #b7c1a007
+def tree_changes(s, before: set[str]) -> list[str]:
+    "Paths the working copy changed since `before` (its `untracked` then): tracked files changed or gone, new files."
+    tracked = zero_split(s.run(f"{SAFE_GIT} diff --no-renames --name-only -z {s.base}", max_output=1 << 26).output)
+    return sorted(tracked | (untracked(s) - before))
+
+# %% ../../nbs/grading/04b_guard.ipynb #b7c1a008
+def git_state(s) -> str:
+    "A digest of what in `.git` steers git itself: config, info/ (attributes, exclude) and the hooks folder."
+    files = "cat .git/config .git/info/* .git/hooks/* 2>/dev/null | sha256sum"
+    return s.run(f"{files}; ls -A .git/info .git/hooks 2>/dev/null | sha256sum").output  # names, not times
+
+# %% ../../nbs/grading/04b_guard.ipynb #b7c1a009
+def restore_raw(s, path: str):
+    "`path` (file or folder) exactly as stored at the base commit, through no filter or attribute; removed if absent."
+    q, steps = shlex.quote(path), []
+    for entry in zero_split(s.run(f"{SAFE_GIT} ls-tree -r -z {s.base} -- {q}", max_output=1 << 24).output):
+        meta, name = entry.split("\t", 1)
+        mode, kind, sha = meta.split()
+        n = shlex.quote(name)
+        steps.append(f'mkdir -p -- "$(dirname -- {n})"')
+        if mode == "120000":  # a symlink: its blob is the target
+            steps.append(f'ln -s -- "$({SAFE_GIT} cat-file blob {sha})" {n}')
+        elif kind == "blob":
+            steps.append(f"{SAFE_GIT} cat-file blob {sha} > {n} && chmod {'755' if mode == '100755' else '644'} -- {n}")
+    s.run("; ".join([f"rm -rf -- {q}", *steps]), max_output=1 << 16)
+
 # %% ../../nbs/grading/04b_guard.ipynb #f7db2c97
 def restore(s, path: str):
-    "Put `path` (file or folder) back as it is at the session's base commit."
+    "Put `path` (file or folder) back as it is at the session's base commit (see `restore_raw`)."
     parts = PurePosixPath(path).parts
     info = next((i for i, c in enumerate(parts) if c.endswith((".dist-info", ".egg-info"))), None)
-    q = shlex.quote("/".join(parts[: info + 1]) if info is not None else path)
-    s.run(f"rm -rf -- {q}; {SAFE_GIT} cat-file -e {s.base}:{q} 2>/dev/null && {SAFE_GIT} checkout -q {s.base} -- {q}")
+    restore_raw(s, "/".join(parts[: info + 1]) if info is not None else path)
 
 # %% ../../nbs/grading/04b_guard.ipynb #e861e069
 def text_at(s, path: str, base: bool = False) -> str | None:
@@ -139,10 +187,10 @@ def exists(s, path: str, base: bool = False) -> bool:
     return s.run(f"{SAFE_GIT} cat-file -e {s.base}:{q}" if base else f"[ -e {q} ]").exit_code == 0
 
 # %% ../../nbs/grading/04b_guard.ipynb #4eb1de26
-def guard_tree(s, patch: str, scripts=()) -> list[str]:
-    "Undo the patch's changes to files that steer the test runner; `path: why` for each."
+def guard_tree(s, touched: list[str], scripts=()) -> list[str]:
+    "Undo the changes to files that steer the test runner among `touched` (from `tree_changes`); `path: why` for each."
     out = []
-    for p in dict.fromkeys(diff_paths(patch, "a") + diff_paths(patch, "b")):
+    for p in touched:
         name = PurePosixPath(p).name
         texts = (text_at(s, p, base=True), text_at(s, p)) if name in CONTENT_CHECKED else ()
         if why := finding(p, *texts, scripts=scripts):

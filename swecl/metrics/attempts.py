@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 
 from ..base.core import read_jsonl
+from ..base.labels import excuses
 
 # %% auto #0
-__all__ = ['ATTEMPT_FIELDS', 'ATTEMPT_CHECKS', 'ATTEMPT_TYPES', 'attempt_problem', 'infra_label', 'attempt_key',
-           'checked_attempts', 'attempt_id', 'record_id', 'read_attempts', 'left_out']
+__all__ = ['ATTEMPT_FIELDS', 'ATTEMPT_CHECKS', 'ATTEMPT_TYPES', 'LEFT_OUT_COLUMNS', 'attempt_problem', 'stated_label',
+           'infra_label', 'patch_caused', 'counted_as', 'as_counted', 'attempt_key', 'checked_attempts', 'attempt_id',
+           'record_id', 'read_attempts', 'left_out']
 
 # %% ../../nbs/metrics/09a_attempts.ipynb #acd50ef5
 ATTEMPT_FIELDS = ("sequence_id", "j", "kind", "resolved")
@@ -47,10 +50,34 @@ def attempt_problem(r) -> str | None:
     return "a retest needs its learning step 'i'" if r["kind"] == "retest" and r.get("i") is None else None
 
 # %% ../../nbs/metrics/09a_attempts.ipynb #61d65dc1
-def infra_label(r: dict) -> str | None:
-    "The infrastructure reason of an attempt record; None when the attempt is a verdict about the agent."
+def stated_label(r: dict) -> str | None:
+    "The label an attempt record carries (its infra_reason, or its exit reason model_error), whatever it excuses."
     why = r.get("infra_reason")  # a string or None (a frame's NaN for a record without one is None too)
     return why if isinstance(why, str) and why else "model_error" if r.get("exit_reason") == "model_error" else None
+
+
+def infra_label(r: dict) -> str | None:
+    "The label that keeps an attempt out of the rates; None when it is a verdict about the agent (`base.labels.excuses`)."
+    why = stated_label(r)
+    return why if excuses(why, r.get("instance_id")) else None
+
+
+def patch_caused(r: dict) -> str | None:
+    "The run label of an attempt that counts as not resolved all the same, because its task's gold patch grades here."
+    why = stated_label(r)
+    return why if why and not excuses(why, r.get("instance_id")) else None
+
+# %% ../../nbs/metrics/09a_attempts.ipynb #d1e2f3a402
+def counted_as(r: dict) -> str | None:
+    "Why an attempt's recorded resolution is not counted (None: it counts as recorded)."
+    if r.get("suspicious"):
+        return "flagged"
+    return patch_caused(r)
+
+# %% ../../nbs/metrics/09a_attempts.ipynb #d1e2f3a403
+def as_counted(r: dict) -> dict:
+    "The record as the rates count it: not resolved when `counted_as` names a reason."
+    return r | {"resolved": False, "f2p_resolved": False} if counted_as(r) else r
 
 # %% ../../nbs/metrics/09a_attempts.ipynb #82d014e2
 def attempt_key(r: dict) -> tuple:
@@ -64,6 +91,7 @@ def checked_attempts(records, where: str, lines=None) -> list:
     for r, n in zip(records, lines or range(1, len(records) + 1)):
         if why := attempt_problem(r):
             raise ValueError(f"{where}, line {n}: {why}.")
+        r = as_counted(r)
         if infra_label(r):  # counted apart, never a verdict: no conflict with the attempt's later, real run
             out.append(r)
             continue
@@ -103,19 +131,23 @@ def read_attempts(path) -> list[dict]:
     return out
 
 # %% ../../nbs/metrics/09a_attempts.ipynb #dc179ce5
+LEFT_OUT_COLUMNS = ["cell", "sequence_id", "attempts", "left_out", "reasons", "counted_unresolved", "counted_reasons"]
+
+
 def left_out(attempts) -> pd.DataFrame:
-    "Per cell and sequence with any: attempts, those left out as infrastructure failures, and their reasons."
+    "Per cell and sequence with any: attempts, those left out (and their labels), those counted not resolved by a rule (and why)."
     rows = {}
     for r in attempts:
-        row = rows.setdefault((r.get("cell", ""), r["sequence_id"]), {"attempts": 0, "left_out": 0, "reasons": {}})
-        row["attempts"] += 1
+        row = rows.setdefault((r.get("cell", ""), r["sequence_id"]), [0, Counter(), Counter()])
+        row[0] += 1
         if why := infra_label(r):
-            row["left_out"] += 1
-            row["reasons"][why] = row["reasons"].get(why, 0) + 1
+            row[1][why] += 1
+        elif why := counted_as(r):
+            row[2][why] += 1
+    text = lambda c: ", ".join(f"{k} {n}" for k, n in sorted(c.items()))
     out = [
-        {"cell": c, "sequence_id": s, "attempts": v["attempts"], "left_out": v["left_out"]}
-        | {"reasons": ", ".join(f"{k} {n}" for k, n in sorted(v["reasons"].items()))}
-        for (c, s), v in sorted(rows.items())
-        if v["left_out"]
+        [c, s, n, out.total(), text(out), counted.total(), text(counted)]
+        for (c, s), (n, out, counted) in sorted(rows.items())
+        if out or counted
     ]
-    return pd.DataFrame(out, columns=["cell", "sequence_id", "attempts", "left_out", "reasons"])
+    return pd.DataFrame(out, columns=LEFT_OUT_COLUMNS)

@@ -5,8 +5,12 @@
 # %% ../../nbs/report/12b_report_parts.ipynb #a3dfb0b7
 from __future__ import annotations
 
+import html
 import math
+import os
+import re
 from pathlib import Path
+from urllib.parse import quote
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -14,8 +18,10 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 # %% auto #0
-__all__ = ['MAX_TICKS', 'Section', 'md_table', 'ci_text', 'save_figure', 'cumulative_success', 'learning_curves_figure',
-           'draw_learning_curves', 'position_ticks', 'heatmap_figure', 'draw_heatmap', 'retrieval_figure']
+__all__ = ['CONTROL_SEQ', 'MD_SPECIAL', 'MAX_TICKS', 'Section', 'term_text', 'md_text', 'md_code', 'html_text', 'rel_link',
+           'md_link', 'links_out_of', 'check_contained', 'md_table', 'ci_text', 'save_figure', 'cumulative_success',
+           'learning_curves_figure', 'draw_learning_curves', 'position_ticks', 'heatmap_figure', 'draw_heatmap',
+           'retrieval_figure']
 
 # %% ../../nbs/report/12b_report_parts.ipynb #626038d5
 class Section:
@@ -27,12 +33,81 @@ class Section:
     def markdown(self) -> str:
         return f"## {self.title}\n\n{self.body}\n"
 
+# %% ../../nbs/report/12b_report_parts.ipynb #98b19da7
+CONTROL_SEQ = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, screen clears
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: window titles, hyperlinks
+    r"|\x1b[@-_]?"  # any other escape
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"  # every other control character but tab and newline
+)
+
+
+def term_text(text) -> str:
+    "`text` for a terminal: escape sequences and control characters removed (tab and newline kept; CR LF as LF)."
+    return CONTROL_SEQ.sub("", str(text).replace("\r\n", "\n"))
+
+# %% ../../nbs/report/12b_report_parts.ipynb #4e62b0b9
+MD_SPECIAL = re.compile(
+    r"[\\`*|]|\](?=[(\[:])|_+"
+)  # escapes, code, emphasis, table cells; a `]` that would close a link
+
+
+def _md_escaped(m: re.Match) -> str:
+    "A markdown-special match backslash-escaped; a run of `_` inside a word (`a__b`) is no emphasis and stays."
+    s, a, b = m.string, m.start(), m.end()
+    inside = s[a] == "_" and 0 < a and b < len(s) and s[a - 1].isalnum() and s[b].isalnum()
+    return m.group() if inside else "".join("\\" + ch for ch in m.group())
+
+
+def md_text(text) -> str:
+    "`text` inline in markdown: one line, no control characters, `<>&` as HTML entities, markdown's ``\\`*_|`` and a link's `](` escaped."
+    return MD_SPECIAL.sub(_md_escaped, html.escape(" ".join(term_text(text).split()), quote=False))
+
+# %% ../../nbs/report/12b_report_parts.ipynb #cc8f0e09
+def md_code(text) -> str:
+    "`text` as an inline markdown code span: one line, no control characters, backticks as quotes (nothing in a span is markup)."
+    return "`" + " ".join(term_text(text).replace("`", "'").split()) + "`"
+
+# %% ../../nbs/report/12b_report_parts.ipynb #897adb19
+def html_text(text) -> str:
+    "`text` in HTML: control characters removed, `<>&\"'` as entities."
+    return html.escape(term_text(text))
+
+# %% ../../nbs/report/12b_report_parts.ipynb #27d90e33
+def rel_link(path, fragment: str | None = None) -> str:
+    "A link target to the relative `path` (`/`-separated): percent-quoted, from `./`; `fragment`: an anchor in it."
+    return "./" + quote(str(path).lstrip("/")) + ("" if fragment is None else "#" + quote(str(fragment), safe=""))
+
+
+def md_link(text, path, image: bool = False) -> str:
+    "A markdown link (or image, `image`) to the relative `path`, its text escaped (`md_text`)."
+    return ("!" if image else "") + f"[{md_text(text)}]({rel_link(path)})"
+
+# %% ../../nbs/report/12b_report_parts.ipynb #57d7a371
+def links_out_of(folder) -> list:
+    "(link, target) of every symlink at or under `folder` whose target lies outside `folder`."
+    root, found = Path(folder).resolve(), []
+    for d, dirs, files in os.walk(folder):
+        for p in (Path(d) / name for name in dirs + files):
+            if p.is_symlink() and not p.resolve().is_relative_to(root):
+                found.append((p, p.resolve()))
+    return found
+
+# %% ../../nbs/report/12b_report_parts.ipynb #d034a781
+def check_contained(folder, what: str = "results folder") -> None:
+    "`ValueError` naming the first symlink under `folder` that leads out of it (see `links_out_of`)."
+    if out := links_out_of(folder):
+        (link, target), more = out[0], f" (and {len(out) - 1} more)" if len(out) > 1 else ""
+        raise ValueError(
+            f"{link} is a symlink to {target}, outside the {what} {folder}{more}; swecl reads only files inside "
+            "it: copy the file in, or remove the link."
+        )
+
 # %% ../../nbs/report/12b_report_parts.ipynb #c2849f4f
 def md_table(df: pd.DataFrame, floatfmt=".4f") -> str:
-    "A frame as a GitHub markdown table, without its index; integer columns print as integers."
-    return df.astype(object).to_markdown(
-        index=False, floatfmt=floatfmt
-    )  # else one float column makes every number a float
+    "A frame as a GitHub markdown table, without its index; integer columns print as integers; text cells as `md_text`."
+    cells = df.map(lambda v: md_text(v) if isinstance(v, str) else v).astype(object)  # object: ints stay ints
+    return cells.to_markdown(index=False, floatfmt=floatfmt)
 
 # %% ../../nbs/report/12b_report_parts.ipynb #4c6c5833
 def ci_text(est, lo, hi, fmt="{:.3f}") -> str:

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..base.schema import Benchmark
 from .contextbench import contextbench_section
-from .parts import Section, md_table
+from .parts import Section, check_contained, md_code, md_link, md_table
 from .pipeline import pipeline_section
 from .results import results_sections
 from .trajectory_html import trajectory_section
@@ -38,7 +38,7 @@ def write_index(out: Path, sections: list, title: str = "swecl report") -> Path:
     out = Path(out)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     toc = "\n".join(f"- [{s.title}](#{anchor(s.title)})" for s in sections)
-    files = "\n".join(f"- [{f}]({f})" for s in sections for f in s.files)
+    files = "\n".join(f"- {md_link(f, f)}" for s in sections for f in s.files)
     text = (
         f"# {title}\n\nGenerated {stamp} by `swecl report`.\n\n{toc}\n\n"
         + "\n".join(s.markdown() for s in sections)
@@ -69,7 +69,7 @@ def dataset_section(out: Path, dataset="swe-bench-cl") -> Section:
     (out / "table1_dataset_stats.md").write_text(datasets.table1_markdown(df) + "\n")
     _write_sequences(out, b)
     body = (
-        f"Dataset `{b.name}` ({len(b.sequences)} sequences, {len(b.tasks)} tasks; source `{Path(b.source or '').name}`, "
+        f"Dataset {md_code(b.name)} ({len(b.sequences)} sequences, {len(b.tasks)} tasks; source {md_code(Path(b.source or '').name)}, "
         f"sha256 `{(b.sha256 or '')[:12]}…`).\n\n"
         + datasets.table1_markdown(df)
         + "\n\n*Table 1. Tasks per sequence, by human fix-time difficulty; a dependency is an earlier "
@@ -168,6 +168,8 @@ def render(
     results="results", out="reports", dataset: str = "swe-bench-cl", all_pairs: bool = True, n_resamples: int = 1000
 ) -> Path:
     "Every section of the report (the trajectory pages last) and its index into `out`; returns the path of `out/README.md`."
+    check_contained(results)  # a symlink out of either folder is refused before anything is read or written
+    check_contained(out, "report folder")
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     bench = datasets.load(dataset)  # loaded once, shared by the dataset sections

@@ -17,7 +17,17 @@ from ..grading.validation import expected, load_gradable
 from ..metrics import metrics
 from ..metrics.attempts import infra_label, left_out, read_attempts
 from ..models.model_base import smoke_label
-from .parts import Section, ci_text, heatmap_figure, learning_curves_figure, md_table, retrieval_figure
+from swecl.report.parts import (
+    Section,
+    ci_text,
+    heatmap_figure,
+    learning_curves_figure,
+    md_code,
+    md_link,
+    md_table,
+    md_text,
+    retrieval_figure,
+)
 from ..runs import poisoning
 from ..tasks import datasets
 
@@ -184,8 +194,8 @@ def describe_runs(df: pd.DataFrame) -> str:
     "models …; conditions …; seeds […] of a frame of attempts, and how many of its tasks grade here."
     models, conds = ", ".join(sorted(df.model.unique())), ", ".join(sorted(df.condition.unique()))
     cover = coverage(df) if {"dataset", "instance_id"} <= set(df.columns) else ""
-    return f"models {models}; conditions {conds}; seeds {sorted(df.seed.unique().tolist())}" + (
-        f"; {cover}" if cover else ""
+    return f"models {md_text(models)}; conditions {md_text(conds)}; seeds {sorted(df.seed.unique().tolist())}" + (
+        f"; {md_text(cover)}" if cover else ""
     )
 
 # %% ../../nbs/report/12a_report_results.ipynb #acae54e37e7d407bbb7b55eff062a284
@@ -238,8 +248,9 @@ def curves_section(out: Path, df: pd.DataFrame, what: str) -> Section:
     files = ["learning_curves.png"] + _heatmaps(out, df)
     return Section(
         "Learning curves and accuracy matrices",
-        "![learning curves](learning_curves.png)\n\n"
-        + "\n".join(f"![{f}]({f})" for f in files[1:])
+        md_link("learning curves", "learning_curves.png", image=True)
+        + "\n\n"
+        + "\n".join(md_link(f, f, image=True) for f in files[1:])
         + "\n\n*Cumulative first-attempt success by sequence position, and a[i][j] (success on task j after learning "
         f"through task i; blank = not measured) per cell ({what}).*",
         files,
@@ -320,7 +331,10 @@ def agent_sections(out: Path, results: Path, n_resamples: int = 1000) -> list:
     if df.empty:
         notes = no_model_notes(results) or ["No agent results were found in the results folder."]
         return [
-            Section("Agent results", " ".join(notes) + " Everything else in this report was computed without a model.")
+            Section(
+                "Agent results",
+                md_text(" ".join(notes)) + " Everything else in this report was computed without a model.",
+            )
         ]
     left, df = infra_section(df), df[df.infra.isna()]  # infrastructure failures: counted, never verdicts
     if df.empty:
@@ -355,11 +369,12 @@ def run_drift(out: Path, summary: Path) -> tuple | None:
         shutil.copy(fig, Path(out) / name)
     net, c = sm.get("net_drift") or {}, sm["config"]
     text = (
-        f"**{run}**: {c['model']}, embedder {c['embedder']}, {sm['n_pairs']} pairs, prompts `{c['style']}`. "
+        f"**{md_text(run)}**: {md_text(c['model'])}, embedder {md_text(c['embedder'])}, {md_text(sm['n_pairs'])} pairs, "
+        f"prompts {md_code(c['style'])}. "
         f"Net drift (minus the noise floor): {ci_text(net.get('mean'), net.get('t_low'), net.get('t_high'))}; "
-        f"tests: `{json.dumps(sm['tests'])}`\n\n"
+        f"tests: {md_code(json.dumps(sm['tests']))}\n\n"
         + md_table(pd.DataFrame(sm["by_target"]), ".4f")
-        + f"\n\n![drift]({name})"
+        + f"\n\n{md_link('drift', name, image=True)}"
     )
     return text, name if fig.exists() else None
 
@@ -397,7 +412,7 @@ RECORDED_REGRADES = package_file("regrade")  # re-gradings measured by swecl and
 def _regrade_part(f: Path) -> str:
     "The subsection of one re-grading file: its title, note and rates, the agreement and every disagreement."
     d = json.loads(f.read_text())
-    part = [f"### {d['title']}", d["note"], md_table(pd.DataFrame(d["rates"]))]
+    part = [f"### {md_text(d['title'])}", md_text(d["note"]), md_table(pd.DataFrame(d["rates"]))]
     if d.get("agreement"):
         part += ["Agreement with the recorded verdicts:", md_table(pd.DataFrame(d["agreement"]))]
     if d.get("disagreements"):

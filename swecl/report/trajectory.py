@@ -22,6 +22,7 @@ from ..agent.agent import read_trajectory
 from ..metrics.attempts import infra_label, read_attempts, record_id
 from ..metrics.metrics import TOKEN_KINDS
 from ..models.model_base import ModelError, model_spec, price_of
+from .parts import check_contained, term_text
 from ..runs.progress import failure_reason
 
 # %% auto #0
@@ -127,11 +128,13 @@ def find_attempt(path, ref: str | None = None) -> Attempt:
     if p.is_file():
         if ref:
             raise ValueError(f"{p} is a file; give an attempt id only after a results folder.")
+        check_contained(p.parent.parent, "cell folder")
         return attempt_file(p)
     if not p.is_dir():
         raise FileNotFoundError(
             f"{p} does not exist; give a results folder and an attempt id, or an attempt's trajectory file."
         )
+    check_contained(p)  # a symlink out of the folder is refused, never followed
     if not cells_under(p):
         raise FileNotFoundError(f"No attempts.jsonl under {p}; give a results folder that `swecl run` wrote.")
     if not ref:
@@ -250,6 +253,7 @@ def attempts_frame(folder) -> pd.DataFrame:
     folder = Path(folder)
     if not folder.is_dir():
         raise NotADirectoryError(f"{folder} is not a folder; --list lists the attempts of a results folder.")
+    check_contained(folder)
     if not cells_under(folder):
         raise FileNotFoundError(f"No attempts.jsonl under {folder}; give a results folder that `swecl run` wrote.")
     rows = [_frame_row(folder, c, aid, r) for c in cells_under(folder) for aid, r in cell_records(c).items()]
@@ -288,14 +292,14 @@ def _item_renderables(it: dict, full: bool = False) -> list:
         fold(it["output"], None if full else FOLD[0]) if it["ran"] else "(not run: the reply submitted before it)"
     )
     return [
-        Text("→ " + it["call"], style="bold cyan"),
+        Text("→ " + term_text(it["call"]), style="bold cyan"),
         Panel(body, border_style="red" if it["error"] else "dim", expand=True),
     ]
 
 # %% ../../nbs/report/12c_trajectory.ipynb #bb0753b1
 def step_renderables(step: dict, full: bool = False) -> list:
     "A step: its rule, the model's text, and each call with its folded output."
-    out = [Rule(Text(f"step {step.get('step', '?')}  ({step_tokens(step):,} tokens)"), align="left")]
+    out = [Rule(Text(f"step {term_text(step.get('step', '?'))}  ({step_tokens(step):,} tokens)"), align="left")]
     if text := ((step.get("reply") or {}).get("text") or "").strip():
         out.append(Text(fold(text, None if full else 20), style="italic"))
     for it in step_items(step):
@@ -309,8 +313,10 @@ def _header(a: Attempt) -> Panel:
     grid.add_column(style="bold")
     grid.add_column()
     for k, v in facts(a):
-        grid.add_row(Text(k), Text(str(v), style="green" if v == "RESOLVED" else "red" if k == "verdict" else ""))
-    return Panel(grid, title=Text(a.name), title_align="left")
+        grid.add_row(Text(k), Text(term_text(v), style="green" if v == "RESOLVED" else "red" if k == "verdict" else ""))
+    return Panel(
+        grid, title=Text(term_text(a.name)), title_align="left"
+    )  # ids and names: no escape reaches the terminal
 
 # %% ../../nbs/report/12c_trajectory.ipynb #61d00672
 def render_attempt(a: Attempt, full: bool = False) -> Group:
@@ -319,7 +325,7 @@ def render_attempt(a: Attempt, full: bool = False) -> Group:
     for s in a.steps:
         parts += step_renderables(s, full)
     patch = a.record.get("patch") or ""
-    diff = Syntax(patch, "diff", word_wrap=True) if patch.strip() else Text("(no patch)")
+    diff = Syntax(printable(patch), "diff", word_wrap=True) if patch.strip() else Text("(no patch)")
     return Group(*parts, Panel(diff, title="final diff", title_align="left"), usage_table(a.record))
 
 # %% ../../nbs/report/12c_trajectory.ipynb #b3428198

@@ -11,15 +11,22 @@ from jinja2 import Environment
 
 from ..models.model_base import smoke_label
 from . import trajectory as tj
-from .parts import Section
+from .parts import Section, md_link, md_text, rel_link, term_text
 
 # %% auto #0
-__all__ = ['MAX_OUTPUT', 'ENV', 'STYLE', 'PAGE', 'INDEX', 'clip', 'diff_lines', 'page_item', 'page_html', 'write_pages',
-           'smoke_cells', 'trajectory_section']
+__all__ = ['MAX_OUTPUT', 'ENV', 'STYLE', 'PAGE', 'INDEX', 'page_value', 'clip', 'diff_lines', 'page_item', 'page_html',
+           'write_pages', 'smoke_cells', 'trajectory_section']
 
 # %% ../../nbs/report/12d_trajectory_html.ipynb #bc523708
 MAX_OUTPUT = 20_000  # characters of one output on a page
-ENV = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
+
+
+def page_value(v):
+    "A value as a page shows it: text without control characters (jinja's autoescape then escapes HTML)."
+    return term_text(v) if isinstance(v, str) and not hasattr(v, "__html__") else v
+
+
+ENV = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True, finalize=page_value)
 ENV.filters["cost"] = tj.cost_text
 
 # %% ../../nbs/report/12d_trajectory_html.ipynb #3abaad67
@@ -126,7 +133,7 @@ def _write_page(results: Path, out: Path, r: dict) -> dict:
     page.write_text(page_html(tj.load_attempt(results / r["cell"], r["record"]), back), encoding="utf-8")
     return {k: v for k, v in r.items() if k != "record"} | {
         "cell": cell,
-        "href": f"{cell}/{r['attempt']}.html",
+        "href": rel_link(f"{cell}/{r['attempt']}.html"),  # a folder named javascript:… stays a folder
         "model": r["record"].get("model"),
     }
 
@@ -150,8 +157,8 @@ def smoke_cells(rows: list) -> dict:
 def _cells_table(rows: list) -> str:
     "A markdown table of the cells of the index `rows`: attempts, resolved, and the link to the cell in the index."
     return "| cell | attempts | resolved | pages |\n|---|---|---|---|\n" + "".join(
-        f"| {c} | {sum(r['cell'] == c for r in rows)} | {sum(r['cell'] == c and r['verdict'] == 'RESOLVED' for r in rows)} "
-        f"| [{c.split('/')[-1][:40]}](trajectories/index.html#{c}) |\n"
+        f"| {md_text(c)} | {sum(r['cell'] == c for r in rows)} | {sum(r['cell'] == c and r['verdict'] == 'RESOLVED' for r in rows)} "
+        f"| [{md_text(c.split('/')[-1][:40])}]({rel_link('trajectories/index.html', c)}) |\n"
         for c in dict.fromkeys(r["cell"] for r in rows)
     )
 
@@ -162,8 +169,8 @@ def trajectory_section(out: Path, results: Path) -> Section | None:
         return None
     rows = write_pages(results, Path(out) / "trajectories")
     body = (
-        f"Every attempt's trajectory as a page ({len(rows)} pages, [index](trajectories/index.html)): its steps, tool "
+        f"Every attempt's trajectory as a page ({len(rows)} pages, {md_link('index', 'trajectories/index.html')}): its steps, tool "
         f"calls and outputs, the final diff, the verdict, and tokens and cost by kind.\n\n{_cells_table(rows)}\n"
         "*Scripted and replay cells are pipeline checks, not a model's results; their pages show what ran.*"
-    ) + "".join(f"\n\n*{c}: {lbl}; its pages show what it did.*" for c, lbl in smoke_cells(rows).items())
+    ) + "".join(f"\n\n*{md_text(c)}: {lbl}; its pages show what it did.*" for c, lbl in smoke_cells(rows).items())
     return Section("Trajectories", body, ["trajectories/index.html"])

@@ -16,7 +16,7 @@ from ..grading.regrade import wilson
 from ..metrics.attempts import infra_label, read_attempts
 from ..metrics.metrics import paired_bootstrap
 from ..models.model_base import model_spec
-from .parts import Section, ci_text, md_table, save_figure
+from .parts import Section, ci_text, md_link, md_table, save_figure
 from .results import cell_config
 from ..runs.transfer import slug
 
@@ -174,7 +174,7 @@ def transfer_section(out: Path, results, n_resamples: int = 1000, offline: bool 
     body = (
         md_table(_shown_table(t))
         + "\n\n"
-        + "\n".join(f"![{f}]({f})" for f in files[1:])
+        + "\n".join(md_link(f, f, image=True) for f in files[1:])
         + "\n\n*Cross-repository transfer (new; SWE-Bench-CL's FT is within a sequence): first attempts on target B "
         "with the memory sequence A's own cell built (frozen: B's experiences are not added) against B's memory-none "
         "cell on the same tasks. rate and none_rate with Wilson 95% intervals; delta with a 95% paired bootstrap "

@@ -8,15 +8,19 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
+import itertools
 import math
 import os
+import re
 import resource
 import shutil
 import signal
 import stat
+import struct
 import subprocess
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from functools import cache, partial
 from pathlib import Path
@@ -28,12 +32,15 @@ from ..base.core import SandboxError
 from ..base.labels import Label
 
 # %% auto #0
-__all__ = ['SANDBOX_ENV', 'SECRET_MARKERS', 'SANDBOX_UID', 'BWRAP_ARGS', 'TARPIT_ROUTES', 'DROP_PRIVILEGES', 'CPU_GRACE',
-           'UTF8_CONTINUATION', 'LIBC', 'Limits', 'limits_for', 'RunResult', 'scrubbed_env', 'as_root', 'sandbox_uid',
-           'nproc_of', 'chown_tree', 'mount_ro', 'bwrap_path', 'scratch_args', 'system_binds', 'ip_path',
-           'privilege_drop', 'bwrap_argv', 'command_argv', 'set_limits', 'cut_output', 'OutputCap', 'send_input',
-           'wait_until', 'run_limited', 'mount_tmpfs', 'unmount', 'stale_mounts', 'tree_bytes', 'DiskWatch',
-           'open_regular']
+__all__ = ['SANDBOX_ENV', 'SECRET_MARKERS', 'SANDBOX_UID', 'BWRAP_ARGS', 'TARPIT_ROUTES', 'DROP_PRIVILEGES', 'CLONE_NEWUSER',
+           'SECCOMP_ARCHES', 'BPF_LD', 'BPF_JEQ', 'BPF_JGE', 'BPF_JSET', 'BPF_RET', 'ALLOW', 'EPERM', 'ENOSYS',
+           'CPU_GRACE', 'CONTROLLERS', 'CGROUP_FILES', 'BWRAP_TASKS', 'UTF8_CONTINUATION', 'LIBC', 'Limits',
+           'limits_for', 'RunResult', 'scrubbed_env', 'as_root', 'sandbox_uid', 'nproc_of', 'chown_tree', 'mount_ro',
+           'bwrap_path', 'scratch_args', 'system_binds', 'ip_path', 'privilege_drop', 'arch_block', 'userns_filter',
+           'filter_fd', 'bwrap_argv', 'command_argv', 'set_limits', 'cgroup_dirs', 'remove_cgroup', 'CommandCgroup',
+           'stale_cgroups', 'enable_controllers', 'cgroup_setup', 'command_cgroup', 'cut_output', 'OutputCap',
+           'send_input', 'wait_until', 'run_limited', 'mount_tmpfs', 'unmount', 'stale_mounts', 'tree_bytes',
+           'DiskWatch', 'open_regular']
 
 # %% ../../nbs/sandbox/03h_isolation.ipynb #5e249f9b
 @dataclass
@@ -171,12 +178,58 @@ def privilege_drop(network: bool) -> list:
     sh = ["/bin/sh", "-c", routes + 'exec "$@"', "sh"] if not network and ip_path() else []
     return sh + DROP_PRIVILEGES
 
+# %% ../../nbs/sandbox/03h_isolation.ipynb #01a8ad96
+CLONE_NEWUSER = 0x10000000
+SECCOMP_ARCHES = {  # audit arch: unshare, clone, clone3, and the first number of the x32 ABI (refused whole)
+    0xC000003E: (272, 56, 435, 0x40000000),  # x86_64
+    0x40000003: (310, 120, 435, 0xFFFFFFFF),  # i386 programs on x86_64
+    0xC00000B7: (97, 220, 435, 0xFFFFFFFF),  # aarch64
+}
+BPF_LD, BPF_JEQ, BPF_JGE, BPF_JSET, BPF_RET = 0x20, 0x15, 0x35, 0x45, 0x06  # load word, jumps on k, return k
+ALLOW, EPERM, ENOSYS = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38  # seccomp's answers (ERRNO | errno)
+
+# %% ../../nbs/sandbox/03h_isolation.ipynb #e870c91f
+def arch_block(unshare: int, clone: int, clone3: int, x32: int) -> list:
+    "The filter's instructions (code, jump if true, jump if false, k) for one architecture's syscall numbers."
+    return [
+        (BPF_LD, 0, 0, 0),  # the syscall number
+        (BPF_JGE, 5, 0, x32), (BPF_JEQ, 4, 0, clone3), (BPF_JEQ, 1, 0, unshare), (BPF_JEQ, 0, 3, clone),
+        (BPF_LD, 0, 0, 16),  # the low word of the first argument: the flags
+        (BPF_JSET, 2, 1, CLONE_NEWUSER),
+        (BPF_RET, 0, 0, ENOSYS), (BPF_RET, 0, 0, ALLOW), (BPF_RET, 0, 0, EPERM),
+    ]  # fmt: skip
+
+# %% ../../nbs/sandbox/03h_isolation.ipynb #71f7fb1b
+@cache
+def userns_filter() -> bytes:
+    "The seccomp program (a `struct sock_filter` array) that refuses new user namespaces."
+    prog = [(BPF_LD, 0, 0, 4)]  # the architecture
+    for arch, numbers in SECCOMP_ARCHES.items():
+        block = arch_block(*numbers)
+        prog += [(BPF_JEQ, 0, len(block), arch), *block]
+    prog.append((BPF_RET, 0, 0, ENOSYS))
+    return b"".join(struct.pack("=HBBI", *i) for i in prog)
+
+# %% ../../nbs/sandbox/03h_isolation.ipynb #02beb98d
+@contextlib.contextmanager
+def filter_fd():
+    "A file descriptor holding `userns_filter()`, for bwrap's `--seccomp` (which reads it to the end)."
+    fd = os.memfd_create("swecl-seccomp")
+    try:
+        os.write(fd, userns_filter())
+        os.lseek(fd, 0, os.SEEK_SET)
+        yield fd
+    finally:
+        os.close(fd)
+
 # %% ../../nbs/sandbox/03h_isolation.ipynb #5270ac40
 def bwrap_argv(
-    cmd: str, testbed: Path, env_path: Path, binds=(), variables=None, writable_env=False, network=False, limits=None
-) -> list:
+    cmd: str, testbed: Path, env_path: Path, binds=(), variables=None, writable_env=False, network=False, limits=None,
+    seccomp: int | None = None,
+) -> list:  # fmt: skip
     "The bubblewrap command line that runs `cmd` (bash) in `testbed`, with the environment `env_path` at /testenv."
     a = [bwrap_path(), *BWRAP_ARGS[:1], *([] if network else ["--unshare-net"]), *BWRAP_ARGS[1:]]
+    a += [] if seccomp is None else ["--seccomp", str(seccomp)]  # the open `filter_fd()`: no nested user namespace
     a += scratch_args(limits or Limits())
     a += [] if as_root() else ["--cap-drop", "ALL"]
     a += system_binds()
@@ -191,12 +244,12 @@ def bwrap_argv(
 # %% ../../nbs/sandbox/03h_isolation.ipynb #55d329df
 def command_argv(
     cmd: str, testbed: Path, env_path: Path, binds=(), variables=None, writable_env=False, network=False, unsafe=False,
-    limits=None,
+    limits=None, seccomp=None,
 ) -> tuple[list, dict]:  # fmt: skip
     "(argv, environment of the host process) that run `cmd`: under bubblewrap, or with `unsafe` plain on the host."
     if unsafe:
         return ["bash", "-c", cmd], scrubbed_env(variables)
-    argv = bwrap_argv(cmd, testbed, env_path, binds, variables, writable_env, network, limits)
+    argv = bwrap_argv(cmd, testbed, env_path, binds, variables, writable_env, network, limits, seccomp)
     return argv, {"PATH": "/usr/bin:/bin"}
 
 # %% ../../nbs/sandbox/03h_isolation.ipynb #b30f6727
@@ -211,6 +264,151 @@ def set_limits(limits: Limits, nproc_base: int):
     resource.setrlimit(resource.RLIMIT_FSIZE, (L.file_size_mb << 20, L.file_size_mb << 20))
     n = nproc_base + L.processes
     resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
+
+# %% ../../nbs/sandbox/03h_isolation.ipynb #65934708
+CONTROLLERS = ("memory", "pids")
+CGROUP_FILES = {  # what: (cgroup v2 file, cgroup v1 file); the swap file exists only where swap is accounted
+    "memory": ("memory.max", "memory.limit_in_bytes"),
+    "swap": ("memory.swap.max", "memory.memsw.limit_in_bytes"),  # v1: memory and swap together
+    "pids": ("pids.max", "pids.max"),
+    "events": ("memory.events", "memory.oom_control"),  # both have a line 'oom_kill N'
+}
+BWRAP_TASKS = 4  # bwrap, its init in the new PID namespace and the shell before setpriv, beyond `Limits.processes`
+
+# %% ../../nbs/sandbox/03h_isolation.ipynb #b84174fe
+def cgroup_dirs(mounts: str, own: str) -> dict:
+    "{controller: this process's cgroup folder} for memory and pids (v1 mounts, else v2); {} if one lacks."
+    v1, v2 = {}, None
+    for line in mounts.splitlines():
+        _, target, kind, opts = line.split()[:4]
+        v1 |= {c: target for c in CONTROLLERS if kind == "cgroup" and c in opts.split(",")}
+        v2 = target if kind == "cgroup2" else v2
+    found = {}
+    for line in own.splitlines():
+        n, names, path = line.split(":", 2)
+        for c in CONTROLLERS:
+            if c in v1 and c in names.split(","):
+                found[c] = Path(v1[c] + path.rstrip("/"))
+            elif c not in v1 and v2 and n == "0":
+                found[c] = Path(v2 + path.rstrip("/"))
+    return found if set(found) == set(CONTROLLERS) else {}
+
+# %% ../../nbs/sandbox/03h_isolation.ipynb #cbb4a063
+def remove_cgroup(folders: list, tries: int = 100) -> bool:
+    "Kill what still runs in the cgroup `folders` and remove them; False if they stay busy."
+    for _ in range(tries):
+        for pid in {int(p) for d in folders if d.exists() for p in (d / "cgroup.procs").read_text().split()}:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            for d in folders:
+                if d.exists():
+                    d.rmdir()
+            return True
+        except OSError:
+            time.sleep(0.01)  # the killed are not reaped yet
+    return False
+
+# %% ../../nbs/sandbox/03h_isolation.ipynb #898a6ea3
+class CommandCgroup:
+    "The cgroup one command's process tree runs in: `memory_mb` of memory (swap included), `tasks` tasks at most."
+
+    serial = itertools.count()
+
+    def __init__(self, parents: dict, memory_mb: int, tasks: int):
+        name = f"swecl-{os.getpid()}-{next(self.serial)}"  # the harness's pid: see `stale_cgroups`
+        self.dirs, self.v2 = {c: p / name for c, p in parents.items()}, parents["memory"] == parents["pids"]
+        self.folders = list(dict.fromkeys(self.dirs.values()))
+        for d in self.folders:
+            d.mkdir()
+        try:
+            self.set("memory", memory_mb << 20)
+            if self.file("swap").exists():
+                self.set("swap", 0 if self.v2 else memory_mb << 20)
+            self.set("pids", tasks)
+        except OSError:
+            remove_cgroup(self.folders)
+            raise
+
+# %% ../../nbs/sandbox/03h_isolation.ipynb #21ff1355
+@patch
+def file(self: CommandCgroup, what: str) -> Path:
+    "The cgroup file of `what` (a key of `CGROUP_FILES`) in its controller's folder."
+    return self.dirs["pids" if what == "pids" else "memory"] / CGROUP_FILES[what][0 if self.v2 else 1]
+
+# %% ../../nbs/sandbox/03h_isolation.ipynb #af87d0ea
+@patch
+def set(self: CommandCgroup, what: str, value: int):
+    self.file(what).write_text(str(value))
+
+# %% ../../nbs/sandbox/03h_isolation.ipynb #dd6a0120
+@patch
+def join(self: CommandCgroup):
+    "Move the calling process into the group: a command's child before it runs the command, so all it starts is in."
+    for d in self.folders:
+        fd = os.open(d / "cgroup.procs", os.O_WRONLY)
+        try:
+            os.write(fd, str(os.getpid()).encode())
+        finally:
+            os.close(fd)
+
+# %% ../../nbs/sandbox/03h_isolation.ipynb #f1e55acb
+@patch
+def oom_kills(self: CommandCgroup) -> int:
+    "How many processes of the group the OOM killer stopped."
+    for line in self.file("events").read_text().splitlines():
+        if line.startswith("oom_kill "):
+            return int(line.split()[1])
+    return 0
+
+# %% ../../nbs/sandbox/03h_isolation.ipynb #038b18e0
+@patch
+def close(self: CommandCgroup) -> bool:
+    return remove_cgroup(self.folders)
+
+# %% ../../nbs/sandbox/03h_isolation.ipynb #9721395b
+def stale_cgroups(parents: dict) -> list:
+    "The command cgroups (lists of folders) under `parents` whose harness process is gone."
+    names = {d.name for p in set(parents.values()) if p.exists() for d in p.iterdir() if d.is_dir()}
+    gone = [n for n in names if re.fullmatch(r"swecl-\d+-\d+", n) and not Path(f"/proc/{n.split('-')[1]}").exists()]
+    return [[p / n for p in dict.fromkeys(parents.values()) if (p / n).exists()] for n in sorted(gone)]
+
+# %% ../../nbs/sandbox/03h_isolation.ipynb #e7e1bc52
+def enable_controllers(parents: dict):
+    "On cgroup v2, give the harness group's children memory and pids limits (OSError: it has processes of its own)."
+    if parents["memory"] != parents["pids"]:
+        return  # v1: every controller's folder has its files already
+    control = parents["memory"] / "cgroup.subtree_control"
+    if missing := [c for c in CONTROLLERS if c not in control.read_text().split()]:
+        control.write_text(" ".join("+" + c for c in missing))
+
+# %% ../../nbs/sandbox/03h_isolation.ipynb #629c12db
+@cache
+def cgroup_setup() -> tuple[dict, str | None]:
+    "(the folders each command's cgroup is made in, None), or ({}, why there are none) with a warning, once a process."
+    why = None if as_root() else "the harness is not root"
+    dirs = {} if why else cgroup_dirs(Path("/proc/self/mounts").read_text(), Path("/proc/self/cgroup").read_text())
+    why = why or (None if dirs else "no memory and pids cgroup controllers are mounted")
+    try:
+        if not why:
+            enable_controllers(dirs)
+            for folders in stale_cgroups(dirs):
+                remove_cgroup(folders, tries=10)
+            CommandCgroup(dirs, 64, 8).close()  # the probe: a group can be made and limited here
+    except OSError as e:
+        why = f"no cgroup can be made under {dirs['memory']} ({e.strerror})"
+    if why:
+        warnings.warn(f"memory is capped per process only (rlimits), not per command: {why}", stacklevel=2)
+    return ({} if why else dirs), why
+
+# %% ../../nbs/sandbox/03h_isolation.ipynb #3596164a
+def command_cgroup(limits: Limits) -> CommandCgroup | None:
+    "A new cgroup for one command under `limits`, or None where there is none (see `cgroup_setup`)."
+    dirs, _ = cgroup_setup()
+    try:
+        return CommandCgroup(dirs, limits.memory_mb, limits.processes + BWRAP_TASKS) if dirs else None
+    except OSError as e:
+        raise SandboxError(f"Cannot make the command's cgroup under {dirs['memory']}: {e.strerror}.") from None
 
 # %% ../../nbs/sandbox/03h_isolation.ipynb #43a58e12
 def cut_output(text: str, max_output: int) -> str:
@@ -283,11 +481,12 @@ def wait_until(p: subprocess.Popen, reader: threading.Thread, deadline: float, w
     return None
 
 # %% ../../nbs/sandbox/03h_isolation.ipynb #c0a59a8b
-def _start(argv: list, cwd: Path, env: dict, limits: Limits, input: str | None, cap: OutputCap) -> tuple:
-    "(process, reader): `argv` started in its own session under the rlimits; threads feed its input, drain its output."
+def _start(argv: list, cwd: Path, env: dict, limits: Limits, input: str | None, cap: OutputCap, group=None, fds=()):
+    "(process, reader): `argv` started in its own session, cgroup `group` and rlimits; threads feed and drain it."
     pipes = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     limit = partial(set_limits, limits, nproc_of(sandbox_uid()))
-    p = subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True, preexec_fn=limit, **pipes)
+    pre = (lambda: (group.join(), limit())) if group else limit
+    p = subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True, preexec_fn=pre, pass_fds=fds, **pipes)
     threading.Thread(target=send_input, args=(p.stdin, input), daemon=True).start()
     reader = threading.Thread(target=cap.drain, args=(p.stdout,), daemon=True)
     reader.start()
@@ -311,18 +510,26 @@ def run_limited(
     input: str | None = None,
     max_output: int = 1 << 20,
     watch: Callable[[], str | None] | None = None,
+    contain: bool = False,
+    fds: tuple = (),
 ) -> RunResult:
-    "Run `argv` under `limits`; on timeout, or when `watch()` names a limit, kill its whole process group."
+    "Run `argv` under `limits` (`contain`: in a cgroup of its own); kill its group on timeout or a `watch` limit."
     t0, cap = time.time(), OutputCap(max_output)
-    p, reader = _start(argv, cwd, env, limits, input, cap)
-    killed = wait_until(p, reader, t0 + timeout, watch)
-    if killed:
-        _kill_group(p, reader)
+    group = command_cgroup(limits) if contain else None
+    try:
+        p, reader = _start(argv, cwd, env, limits, input, cap, group, fds)
+        stopped = wait_until(p, reader, t0 + timeout, watch)
+        if stopped:
+            _kill_group(p, reader)
+        killed = stopped or ("memory" if group and group.oom_kills() else None)  # the OOM killer stopped a process
+    finally:
+        if group and not group.close():
+            warnings.warn(f"a command's cgroup stays busy: {group.folders}", stacklevel=2)
     if not reader.is_alive():
         p.stdout.close()  # drained: close it here rather than leave it to the garbage collector
     note = f"\n[killed: {killed}]" if killed and killed != "timeout" else ""
-    code = -9 if killed else p.returncode
-    return RunResult(code, cap.text() + note, time.time() - t0, killed == "timeout", cap.nbytes, killed)
+    code = -9 if stopped else p.returncode
+    return RunResult(code, cap.text() + note, time.time() - t0, stopped == "timeout", cap.nbytes, killed)
 
 # %% ../../nbs/sandbox/03h_isolation.ipynb #43d2443b
 LIBC = ctypes.CDLL(None, use_errno=True)

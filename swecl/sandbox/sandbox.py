@@ -34,7 +34,15 @@ from swecl.sandbox.isolation import (
 # isort: split
 from ..base.labels import Label
 from ..base.schema import Task
-from .isolation import open_regular, run_limited, sandbox_uid, stale_mounts, unmount
+from swecl.sandbox.isolation import (
+    cgroup_setup,
+    filter_fd,
+    open_regular,
+    run_limited,
+    sandbox_uid,
+    stale_mounts,
+    unmount,
+)
 from ..tasks.repos import SAFE_GIT, export_tree, find_repo, git
 
 # %% auto #0
@@ -90,12 +98,13 @@ def run(
     "Run `cmd` (bash) in the sandbox; output is stdout+stderr, cut to `max_output` characters."
     if self.closed:
         raise SandboxError("This session is closed; open a new one for the task.")
-    e = self.env
-    argv, host_env = command_argv(
-        cmd, self.testbed, e.path, e.binds, e.variables, writable_env, network, self.unsafe, self.limits
-    )
-    t = timeout or self.limits.timeout
-    return run_limited(argv, self.testbed, host_env, self.limits, t, input, max_output, self.watch)
+    e, t, safe = self.env, timeout or self.limits.timeout, not self.unsafe
+    with filter_fd() as fd:  # the seccomp filter: no nested user namespace
+        argv, host_env = command_argv(
+            cmd, self.testbed, e.path, e.binds, e.variables, writable_env, network, self.unsafe, self.limits, fd
+        )
+        fds = (fd,) if safe else ()
+        return run_limited(argv, self.testbed, host_env, self.limits, t, input, max_output, self.watch, safe, fds)
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #1a5057c0
 @patch
@@ -275,6 +284,8 @@ def _check_instance_id(task: Task):
 def _prepare(self: LocalSandbox, task: Task, root: Path, cap: str, install: bool) -> LocalSession:
     "A session in the empty folder `root`: working copy, environment and (when `install`) the committed install step."
     env = self.env_for(task)
+    if not self.unsafe and (why := cgroup_setup()[1]):  # said once as a warning; every session's notes say it too
+        env.notes = env.notes + [f"memory capped per process (rlimits), not per command: {why}"]
     absent = export_tree(find_repo(task.repo, self.mirrors), task.base_commit, root / "testbed", self.mirrors)
     s = LocalSession(root, env, self.limits, self.unsafe, task, cap)
     s.absent = absent

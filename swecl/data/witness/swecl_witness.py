@@ -1,0 +1,264 @@
+# swecl's test witness: runs a task's test runner in this process and records each test's outcome from the call
+# itself, before the project's code is imported, into a file of signed lines that the test log cannot forge.
+# Shipped as data (not exported from a notebook) because it runs inside the task's env, on Pythons back to 3.5:
+# no f-strings, nothing outside the standard library. The harness side is swecl.grading.witness.
+#
+# Usage: python swecl_witness.py RECORDS (pytest | -m pytest | SCRIPT) ARGS...; the signing key is the first line of
+# standard input. What it stops and what it cannot stop is written in nbs/grading/04h_witness.ipynb.
+import hashlib
+import hmac
+import json
+import os
+import sys
+import unittest
+
+STATUS_LINES = {  # how each runner's own log spells a status, so the harness parses both with one parser
+    "pytest": {"PASSED": "PASSED {id}", "FAILED": "FAILED {id}", "ERROR": "ERROR {id}", "SKIPPED": "SKIPPED {id}",
+               "XFAIL": "XFAIL {id}", "XPASS": "XPASS {id}"},
+    "unittest": {"PASSED": "{id} ... ok", "FAILED": "{id} ... FAIL", "ERROR": "{id} ... ERROR",
+                 "SKIPPED": "{id} ... skipped ''", "XFAIL": "{id} ... expected failure",
+                 "XPASS": "{id} ... unexpected success"},
+}
+
+
+class Records(object):
+    "Signed, numbered JSON lines appended to a file: [body, mac], body the JSON text of [seq, kind, data]."
+
+    def __init__(self, path, key):
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.key, self.seq = key, 0
+
+    def write(self, kind, data):
+        body = json.dumps([self.seq, kind, data], sort_keys=True)
+        mac = hmac.new(self.key, body.encode("utf-8"), hashlib.sha256).hexdigest()
+        os.write(self.fd, (json.dumps([body, mac]) + "\n").encode("utf-8"))  # the signed text itself, verbatim
+        self.seq += 1
+
+
+def attribute(path):
+    "The object at a dotted path (module.attr.attr), or None."
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        mod = sys.modules.get(".".join(parts[:i]))
+        if mod is not None:
+            obj = mod
+            for p in parts[i:]:
+                obj = getattr(obj, p, None)
+            return obj
+    return None
+
+
+def fingerprint(obj):
+    "Identity of an object and of its code: replacing either (a monkeypatch, a new __code__) changes it."
+    obj = getattr(obj, "__func__", obj)  # a bound or class method is made anew at each lookup: its function is not
+    code = getattr(obj, "__code__", None)
+    return (id(obj), id(code), getattr(code, "co_code", None))
+
+
+MACHINERY = {  # what runs tests and reports outcomes; the code under test has no business replacing it
+    "pytest": ["_pytest.runner.call_and_report", "_pytest.runner.runtestprotocol", "_pytest.runner.call_runtest_hook",
+               "_pytest.runner.CallInfo.from_call", "_pytest.runner.pytest_runtest_makereport",
+               "_pytest.reports.TestReport.from_item_and_call", "_pytest.reports.TestReport.__init__",
+               "_pytest.python.pytest_pyfunc_call", "_pytest.python.Function.runtest",
+               "_pytest.unittest.TestCaseFunction.runtest", "_pytest.skipping.pytest_runtest_makereport",
+               "_pytest.terminal.TerminalReporter.pytest_runtest_logreport",
+               "_pytest.terminal.TerminalReporter.short_test_summary", "_pytest.main.pytest_runtestloop",
+               "_pytest.outcomes.fail", "_pytest.outcomes.skip", "_pytest.outcomes.xfail",
+               "pluggy._callers._multicall", "pluggy.callers._multicall", "pluggy._hooks._HookCaller.__call__",
+               "pluggy.hooks._HookCaller.__call__", "pluggy._manager.PluginManager._hookexec"],
+    "unittest": ["unittest.case.TestCase.run", "unittest.case.TestCase.__call__", "unittest.case.TestCase.fail",
+                 "unittest.case.TestCase.assertEqual", "unittest.case.TestCase.assertTrue",
+                 "unittest.case.TestCase.assertFalse", "unittest.case.TestCase.assertRaises",
+                 "unittest.case.TestCase.assertIn", "unittest.case.TestCase.assertIs",
+                 "unittest.case.TestCase._baseAssertEqual", "unittest.case.TestCase.assertMultiLineEqual",
+                 "unittest.result.TestResult.addSuccess", "unittest.result.TestResult.addFailure",
+                 "unittest.result.TestResult.addError", "unittest.result.TestResult.addSkip",
+                 "unittest.result.TestResult.wasSuccessful", "unittest.runner.TextTestRunner.run",
+                 "unittest.suite.TestSuite.run"],
+    "builtins": ["builtins.AssertionError", "builtins.Exception", "builtins.isinstance", "builtins.issubclass",
+                 "builtins.print", "builtins.compile", "builtins.exec", "builtins.__import__",
+                 "sys.exit", "os._exit"],
+}
+
+
+class Integrity(object):
+    "Fingerprints of the runner's machinery at start; what differs at the end."
+
+    def __init__(self, groups):
+        self.names = [n for g in groups for n in MACHINERY[g]]
+        self.before = dict((n, fingerprint(attribute(n))) for n in self.names)
+
+    def changed(self):
+        return [n for n in self.names if fingerprint(attribute(n)) != self.before[n]]
+
+
+class Tests(object):
+    "Each test's phases as observed; its final status in SWE-bench's terms."
+
+    def __init__(self):
+        self.order, self.phases = [], {}
+
+    def add(self, test_id, phase, outcome):
+        if test_id not in self.phases:
+            self.order.append(test_id)
+            self.phases[test_id] = {}
+        self.phases[test_id][phase] = outcome
+
+    def status(self, test_id):
+        p = self.phases[test_id]
+        setup, call, teardown = p.get("setup", "passed"), p.get("call"), p.get("teardown", "passed")
+        if setup == "skipped" or call == "skipped":
+            return "SKIPPED"
+        if setup != "passed" or teardown not in ("passed", "skipped"):
+            return "ERROR"
+        return {"passed": "PASSED", "xfail-marked": "XFAIL", "xpass-marked": "XPASS"}.get(call, "FAILED")
+
+
+def pytest_plugin(pytest, tests):
+    "A plugin object whose hookwrapper sees every phase's call before any other plugin reports it."
+    skip_exc = getattr(getattr(pytest, "skip", None), "Exception", None)
+    xfail_exc = getattr(getattr(pytest, "xfail", None), "Exception", None)
+
+    def marked_xfail(item):
+        if hasattr(item, "get_closest_marker"):
+            mark = item.get_closest_marker("xfail")
+        else:
+            mark = getattr(item, "get_marker", lambda name: None)("xfail")
+        fn = getattr(item, "obj", None)
+        return mark is not None or getattr(fn, "__unittest_expecting_failure__", False)
+
+    def outcome(item, call, exc):
+        marked = marked_xfail(item)
+        if exc is None:
+            return "xpass-marked" if marked and call.when == "call" else "passed"
+        if skip_exc is not None and exc.errisinstance(skip_exc):
+            return "skipped"
+        if xfail_exc is not None and exc.errisinstance(xfail_exc):
+            return "xfail-marked" if marked else "xfail-imperative"  # pytest.xfail() from library code: a failure
+        return "xfail-marked" if marked and call.when == "call" else "failed"
+
+    def pytest_runtest_makereport(item, call):
+        raised = call.excinfo  # as the call left it
+        yield
+        # unittest's plugin moves a TestCase's failure into call.excinfo inside the hook; an exception is never removed
+        tests.add(item.nodeid, call.when, outcome(item, call, raised if raised is not None else call.excinfo))
+
+    if hasattr(pytest, "hookimpl"):
+        pytest_runtest_makereport = pytest.hookimpl(hookwrapper=True, tryfirst=True)(pytest_runtest_makereport)
+    else:
+        pytest_runtest_makereport.hookwrapper = True
+        pytest_runtest_makereport.tryfirst = True
+
+    class Plugin(object):
+        pass
+
+    plugin = Plugin()
+    plugin.pytest_runtest_makereport = pytest_runtest_makereport
+    return plugin
+
+
+def watch_unittest(tests, describe):
+    "Wrap TestResult's add* methods, which every result reaches (Django's parallel runner replays onto one, too)."
+    outcomes = {"addSuccess": "passed", "addFailure": "failed", "addError": "failed", "addSkip": "skipped",
+                "addExpectedFailure": "xfail-marked", "addUnexpectedSuccess": "xpass-marked"}
+    base = unittest.result.TestResult
+
+    def wrap(name, outcome):
+        method = getattr(base, name)
+
+        def recorded(self, test, *args, **kw):
+            tests.add(describe(self, test), "call", outcome)
+            return method(self, test, *args, **kw)
+
+        setattr(base, name, recorded)
+
+    for name, outcome in outcomes.items():
+        wrap(name, outcome)
+
+
+def unittest_description(result, test):
+    "What TextTestResult prints for `test` in verbose mode (Django's log)."
+    get = getattr(result, "getDescription", None)
+    return get(test) if get is not None else str(test)
+
+
+def runner_kind(argv):
+    "pytest, or unittest (a script such as Django's tests/runtests.py), from the runner's command line."
+    return "pytest" if argv[0] in ("pytest", "py.test") or argv[:2] == ["-m", "pytest"] else "unittest"
+
+
+def first_path(argv, kind):
+    "sys.path[0] as the runner's own start would set it: the console script's folder, the cwd for -m, the script's."
+    if kind == "pytest" and argv[0] == "-m":
+        return os.getcwd()
+    if kind == "pytest":
+        import shutil
+
+        found = shutil.which(argv[0]) if hasattr(shutil, "which") else None
+        return os.path.dirname(found) if found else sys.path[0]
+    return os.path.dirname(os.path.abspath(argv[0]))
+
+
+def run_pytest(argv, tests):
+    import pytest
+
+    args = argv[2:] if argv[0] == "-m" else argv[1:]
+    sys.argv = [argv[0]] + args
+    return pytest.main(args, plugins=[pytest_plugin(pytest, tests)])
+
+
+def run_script(argv):
+    import runpy
+
+    sys.argv = list(argv)
+    runpy.run_path(argv[0], run_name="__main__")
+    return 0
+
+
+def import_machinery():
+    import importlib
+
+    for name in ("pytest", "_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.unittest",
+                 "_pytest.skipping", "_pytest.terminal", "_pytest.main", "_pytest.outcomes"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass  # older pytest: the module is not there, its names fingerprint as None
+
+
+def main():
+    records_path, argv = sys.argv[1], sys.argv[2:]
+    key = sys.stdin.readline().strip().encode("ascii")
+    records = Records(records_path, key)
+    kind = runner_kind(argv)
+    sys.path[0] = first_path(argv, kind)  # before any import the runner would resolve differently
+    tests = Tests()
+    records.write("start", {"python": sys.version.split()[0], "runner": kind, "argv": argv})
+    code = 1
+    if kind == "pytest":
+        import_machinery()  # so it is fingerprinted before any project code runs
+    groups = ["pytest", "unittest", "builtins"] if kind == "pytest" else ["unittest", "builtins"]
+    if kind == "unittest":
+        watch_unittest(tests, unittest_description)
+    integrity = Integrity(groups)
+    try:
+        if kind == "pytest":
+            code = run_pytest(argv, tests)
+        else:
+            code = run_script(argv)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        lines = STATUS_LINES[kind]
+        for test_id in tests.order:
+            status = tests.status(test_id)
+            records.write("test", {"id": test_id, "status": status, "line": lines[status].format(id=test_id)})
+        changed = integrity.changed()
+        records.write("end", {"tests": len(tests.order), "exit": code, "changed": changed})
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else 1)  # no atexit hook of the code under test runs after the records
+
+
+if __name__ == "__main__":
+    main()
