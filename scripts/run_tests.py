@@ -61,10 +61,12 @@ def run_notebooks(forced, only, workers):
     return results
 
 
-def run_pytest(forced):
+def run_pytest(forced, workers):
     xml = Path(tempfile.mkdtemp()) / "junit.xml"
     env = dict(os.environ, SWECL_TEST_FLAGS=" ".join(forced))
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "tests"), "-q", "-p", "no:cacheprovider", f"--junitxml={xml}"]
+    if workers > 1:  # pytest-xdist: a file's tests stay on one worker, so module fixtures are built once
+        cmd += ["-n", str(workers), "--dist", "loadfile"]
     rc = subprocess.call(cmd, cwd=ROOT, env=env)
     if not xml.exists():
         return 0, 1 if rc not in (0, 5) else 0, rc
@@ -92,7 +94,7 @@ def main():
     py_pass = py_fail = py_skip = 0
     if not a.no_pytest:
         print("pytest:", flush=True)
-        py_pass, py_fail, py_skip = run_pytest(forced)
+        py_pass, py_fail, py_skip = run_pytest(forced, a.workers)
     failed_nbs = [k for k, v in nb.items() if not v]
     print(
         f"notebooks: {nb_pass} passed, {nb_fail} failed" + (f" ({', '.join(sorted(failed_nbs))})" if failed_nbs else "")

@@ -246,7 +246,7 @@ def test_report_of_a_down_model_shows_the_count_not_acc_zero(tmp_path):
     assert rc == 0, err
     index = (tmp_path / "rep" / "README.md").read_text()
     assert (
-        "Left out: infrastructure failures" in index and "model_error 2" in index and "none (nothing measured)" in index
+        "Left out, and counted as failures" in index and "model_error 2" in index and "none (nothing measured)" in index
     )
     assert "Continual-learning metrics" not in index and not (tmp_path / "rep" / "cl_metrics.csv").exists()
 

@@ -140,13 +140,15 @@ def cmd_similarity(a):
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #17ce381e
 def left_out_lines(lo) -> list:
-    "One line per cell and sequence of `swecl.metrics.attempts.left_out`: how many attempts were left out, why, and what is left."
+    "One line per cell and sequence of `swecl.metrics.attempts.left_out`: attempts left out and why, attempts a rule counted not resolved and why."
     out = []
     for r in lo.itertuples():
-        rest = "no metrics: nothing was measured" if r.left_out == r.attempts else "metrics from the rest"
-        out.append(
-            f"{r.cell} {r.sequence_id}: {r.left_out} of {r.attempts} attempts left out as infrastructure failures ({r.reasons}); {rest}"
-        )
+        counted = getattr(r, "counted_unresolved", 0) or 0
+        if r.left_out:
+            rest = "no metrics: nothing was measured" if r.left_out == r.attempts else "metrics from the rest"
+            out.append(f"{r.cell} {r.sequence_id}: {r.left_out} of {r.attempts} attempts left out as infrastructure failures ({r.reasons}); {rest}")  # fmt: skip
+        if counted:
+            out.append(f"{r.cell} {r.sequence_id}: {counted} of {r.attempts} attempts counted as not resolved ({r.counted_reasons}): flagged, or a run label on a task whose gold patch grades here")  # fmt: skip
     return out
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #1b377248

@@ -70,7 +70,7 @@ def patch_caused(r: dict) -> str | None:
 # %% ../../nbs/metrics/09a_attempts.ipynb #d1e2f3a402
 def counted_as(r: dict) -> str | None:
     "Why an attempt's recorded resolution is not counted (None: it counts as recorded)."
-    if r.get("suspicious"):
+    if isinstance(r.get("suspicious"), list) and r["suspicious"]:  # a frame fills a missing list with NaN
         return "flagged"
     return patch_caused(r)
 

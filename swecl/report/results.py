@@ -158,7 +158,7 @@ def load_results(results: Path) -> pd.DataFrame:
 
 # %% ../../nbs/report/12a_report_results.ipynb #abd3fca3
 def infra_section(df: pd.DataFrame) -> Section | None:
-    "How many attempts were left out of the metrics per cell and sequence as infrastructure failures, and why."
+    "Per cell and sequence: attempts left out of the metrics as infrastructure failures (and why), and attempts a rule counted not resolved (and why)."
     lo = left_out(df.to_dict("records"))
     if lo.empty:
         return None
@@ -168,10 +168,14 @@ def infra_section(df: pd.DataFrame) -> Section | None:
         "none (nothing measured)" if r.left_out == r.attempts else "from the rest" for r in lo.itertuples()
     ]
     cols = ["model", "condition", "seed", "sequence_id", "attempts", "left_out", "reasons", "metrics"]
+    cols += ["counted_unresolved", "counted_reasons"]
     return Section(
-        "Left out: infrastructure failures",
+        "Left out, and counted as failures",
         md_table(lo[cols]) + f"\n\n*{int(lo.left_out.sum())} attempts failed for an infrastructure reason (no verdict "
-        "about the agent) and are left out of every metric; a cell with nothing else has no metrics.*",
+        "about the agent) and are left out of every metric; a cell with nothing else has no metrics. "
+        f"{int(lo.counted_unresolved.sum())} attempts count as not resolved whatever their record says: flagged "
+        "gradings (the guard or the test witness caught the patch steering the tests), and run labels (a timeout, no "
+        "test output, a network sign) on tasks whose gold patch grades here, which only the patch can have caused.*",
     )
 
 # %% ../../nbs/report/12a_report_results.ipynb #52616ba1

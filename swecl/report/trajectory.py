@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..agent.agent import read_trajectory
-from ..metrics.attempts import infra_label, read_attempts, record_id
+from ..metrics.attempts import counted_as, infra_label, read_attempts, record_id
 from ..metrics.metrics import TOKEN_KINDS
 from ..models.model_base import ModelError, model_spec, price_of
 from .parts import check_contained, term_text
@@ -208,8 +208,14 @@ def fold(text: str, head: int | None = FOLD[0], tail: int = FOLD[1], width: int 
 
 # %% ../../nbs/report/12c_trajectory.ipynb #1fb6d5f9
 def verdict(rec: dict) -> str:
-    "RESOLVED, NOT RESOLVED or INFRASTRUCTURE FAILURE."
-    return "INFRASTRUCTURE FAILURE" if infra_label(rec) else "RESOLVED" if rec.get("resolved") else "NOT RESOLVED"
+    "RESOLVED, NOT RESOLVED (and the rule that counted it so) or INFRASTRUCTURE FAILURE."
+    if infra_label(rec):
+        return "INFRASTRUCTURE FAILURE"
+    if (why := counted_as(rec)) == "flagged":
+        return "NOT RESOLVED (flagged: never counted resolved)"
+    if why:
+        return f"NOT RESOLVED ({why}: the task's gold patch grades here, so the patch caused it)"
+    return "RESOLVED" if rec.get("resolved") else "NOT RESOLVED"
 
 # %% ../../nbs/report/12c_trajectory.ipynb #865fd8be
 def facts(a: Attempt) -> list:
@@ -228,6 +234,8 @@ def facts(a: Attempt) -> list:
         ("time", f"{n('seconds')} s ({n('agent_seconds')} s agent)"),
         ("tool calls", ", ".join(f"{k} {v}" for k, v in (r.get("tool_counts") or {}).items()) or "none"),
     ]  # fmt: skip
+    if r.get("suspicious"):
+        rows.append(("flagged", "; ".join(printable(str(x)) for x in r["suspicious"])))
     if r.get("retrieved"):
         rows.append(("retrieved", ", ".join(str(x[0] if isinstance(x, list) else x) for x in r["retrieved"])))
     return rows + ([("note", a.note)] if a.note else [])
