@@ -17,6 +17,7 @@ MODULES = (
     "grading",
     "gradecache",
     "validation",
+    "official",
     "regrade",
 )  # the folder's modules, in its order
 __getattr__, __dir__ = lazy_names(__name__, MODULES)  # a name is found when first asked for
