@@ -13,6 +13,11 @@ a control grades it that way and shows it RESOLVED, so the guarded result is not
 real fix added to an attack still resolves where the attack only lies about outcomes.
 """
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from swecl.base.labels import excuses, gold_grades_here
@@ -312,3 +317,28 @@ def test_gold_is_never_flagged(patches):
     for task in MINI.tasks:
         g = grading.grade(task, task.patch, SB)
         assert g.resolved and g.suspicious == [] and g.error is None, g
+
+
+def test_metrics_counts_spoofed_labels_as_failures(tmp_path):
+    "`swecl metrics` on a run whose records carry run labels and a flag on gradable tasks: failures, not left out."
+    labels = {2: "timeout", 3: "needs-network", 4: "no-test-output"}
+    recs = [
+        dict(sequence_id="seq", instance_id=f"swecl-mini__textkit-{j}", kind="first", i=j, j=j, n_tasks=5)
+        | dict(resolved=j in (1, 5), infra_reason=labels.get(j))
+        for j in range(1, 6)
+    ]
+    recs[4]["suspicious"] = ["witness: the tests replaced _pytest.runner.call_and_report"]
+    f = tmp_path / "c1" / "attempts.jsonl"
+    f.parent.mkdir()
+    f.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    env = dict(os.environ, SWECL_DATA_DIR=os.environ.get("SWECL_DATA_DIR", ""))
+    r = subprocess.run(
+        [sys.executable, "-m", "swecl.cli", "metrics", "--attempts", str(f)], capture_output=True, text=True, env=env
+    )
+    assert r.returncode == 0, r.stderr
+    assert (
+        "4 of 5 attempts counted as not resolved (flagged 1, needs-network 1, no-test-output 1, timeout 1)" in r.stdout
+    )
+    assert "left out" not in r.stdout
+    cl_p = next(line for line in r.stdout.splitlines() if " CL_P " in line)
+    assert " 0.2000 " in cl_p, cl_p  # one resolved attempt of five: the spoofed ones count as failures
