@@ -342,3 +342,43 @@ def test_metrics_counts_spoofed_labels_as_failures(tmp_path):
     assert "left out" not in r.stdout
     cl_p = next(line for line in r.stdout.splitlines() if " CL_P " in line)
     assert " 0.2000 " in cl_p, cl_p  # one resolved attempt of five: the spoofed ones count as failures
+
+
+def test_regrade_of_attack_predictions_resolves_nothing(tmp_path):
+    "`swecl regrade` of a predictions file whose every patch is an attack that fixes nothing: 0 resolved."
+    attacks = [
+        LIARS["tests/__init__.py rewrites failed reports"],
+        plain_new_file("conftest.py", PASS_ALL),
+        plain_new_file("conftest.py", PASS_ALL, quoted=True),
+        plain_new_file(".gitignore", "conftest.py\n") + plain_new_file("tests/conftest.py", PASS_ALL),
+        GIT_WRITES["plain diff adds .git/info/attributes"],
+    ]
+    preds = []
+    for n, task in enumerate(MINI.tasks):
+        attack = attacks[n % len(attacks)]
+        with SB.open(task, install=False) as s:  # a file attack is written into this task's own tree
+            patch = attack if isinstance(attack, str) else None
+            if patch is None:
+                for path, text in attack.items():
+                    s.write_file(path, text)
+                patch = s.diff()
+        preds.append({"instance_id": task.instance_id, "model_name_or_path": "attacker", "model_patch": patch})
+    f = tmp_path / "preds.jsonl"
+    f.write_text("".join(json.dumps(p) + "\n" for p in preds))
+    out = tmp_path / "r.json"
+    cmd = [
+        sys.executable,
+        "-m",
+        "swecl.cli",
+        "regrade",
+        "--dataset",
+        "mini",
+        "--predictions",
+        str(f),
+        "--json",
+        str(out),
+    ]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ))
+    assert r.returncode == 0, r.stderr[-2000:]
+    total = json.loads(out.read_text())["rates"][-1]
+    assert (total["predictions"], total["graded"], total["resolved"]) == (len(MINI.tasks), len(MINI.tasks), 0), total

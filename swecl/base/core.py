@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
+import stat
 import subprocess
 import sys
 import tempfile
@@ -18,15 +20,17 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
+import yaml
 from scipy import stats
 
 from .labels import Label
 
 # %% auto #0
-__all__ = ['PROJECT_ROOT', 'PACKAGE_DATA', 'MAX_COMPONENT_BYTES', 'JSONL_POLICIES', 'DIFF_HEADER', 'package_file', 'cache_dir',
-           'sha256_file', 'sha256_text', 'write_atomic', 'component_problem', 'InfraError', 'EnvError', 'SandboxError',
-           'append_jsonl', 'JsonlError', 'parse_jsonl', 'read_jsonl', 'config_diff', 'git_commit', 'ensure_manifest',
-           'diff_paths', 'iso_time', 'bootstrap_ci']
+__all__ = ['PROJECT_ROOT', 'PACKAGE_DATA', 'MAX_COMPONENT_BYTES', 'MAX_INPUT_BYTES', 'MAX_SMALL_BYTES', 'MAX_YAML_NODES',
+           'JSONL_POLICIES', 'DIFF_HEADER', 'package_file', 'cache_dir', 'sha256_file', 'sha256_text', 'write_atomic',
+           'component_problem', 'InfraError', 'EnvError', 'SandboxError', 'InputFileError', 'check_regular',
+           'bounded_read', 'read_regular', 'yaml_nodes', 'load_yaml', 'append_jsonl', 'JsonlError', 'parse_jsonl',
+           'read_jsonl', 'config_diff', 'git_commit', 'ensure_manifest', 'diff_paths', 'iso_time', 'bootstrap_ci']
 
 # %% ../../nbs/base/00_core.ipynb #03be6dbd
 _HERE = Path(__file__).resolve().parent.parent if "__file__" in globals() else Path.cwd().parent.parent / "swecl"
@@ -110,6 +114,112 @@ class SandboxError(InfraError):
 
     default_reason = Label.SANDBOX
 
+# %% ../../nbs/base/00_core.ipynb #1af723dd
+MAX_INPUT_BYTES = 2 << 30  # datasets, predictions, attempts: the largest real one is ~100 MB
+MAX_SMALL_BYTES = 16 << 20  # plans, scripts, records and gradable files: a few MB at most
+
+# %% ../../nbs/base/00_core.ipynb #94c3e559
+class InputFileError(ValueError):
+    "A file given to swecl is not a regular file or is larger than its cap; one sentence naming it and what to do."
+
+# %% ../../nbs/base/00_core.ipynb #28271c40
+_KINDS = (
+    (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+)  # fmt: skip
+
+
+def _not_regular(path, mode: int, what: str) -> InputFileError:
+    kind = next((name for is_kind, name in _KINDS if is_kind(mode)), "a special file")
+    return InputFileError(f"{path} is {kind}, not a regular file; give the {what} as a regular file.")
+
+
+def _too_large(path, limit: int, what: str) -> InputFileError:
+    return InputFileError(f"{path} is larger than the {limit:,} bytes a {what} may have; give a smaller file.")
+
+# %% ../../nbs/base/00_core.ipynb #359b855a
+def check_regular(path, what: str = "input file", limit: int = MAX_INPUT_BYTES) -> int:
+    "The size of `path`, a regular file (or a symlink to one) of at most `limit` bytes; else `InputFileError`."
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_regular(path, st.st_mode, what)
+    if st.st_size > limit:
+        raise _too_large(path, limit, what)
+    return st.st_size
+
+# %% ../../nbs/base/00_core.ipynb #8a7420e5
+def bounded_read(f, limit: int, where, what: str = "input file") -> bytes:
+    "The rest of the open binary file `f`, read in 1 MiB chunks; `InputFileError` once it holds more than `limit` bytes."
+    chunks, n = [], 0
+    while chunk := f.read(min(1 << 20, limit + 1 - n)):
+        chunks.append(chunk)
+        n += len(chunk)
+        if n > limit:
+            raise _too_large(where, limit, what)
+    return b"".join(chunks)
+
+# %% ../../nbs/base/00_core.ipynb #7bec784e
+def read_regular(path, what: str = "input file", limit: int = MAX_INPUT_BYTES) -> bytes:
+    "The bytes of `path`, a regular file (or a symlink to one) of at most `limit` bytes; else `InputFileError`."
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)  # a FIFO opens at once, not when a writer comes
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _not_regular(path, st.st_mode, what)
+        if st.st_size > limit:
+            raise _too_large(path, limit, what)
+        f = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with f:
+        return bounded_read(f, limit, path, what)
+
+# %% ../../nbs/base/00_core.ipynb #e831f3f2
+MAX_YAML_NODES = 100_000  # a plan has ~100 nodes; a 'billion laughs' file stands for 10^9
+
+# %% ../../nbs/base/00_core.ipynb #ba8a59e6
+def _yaml_children(node) -> list:
+    if isinstance(node, yaml.MappingNode):
+        return [x for pair in node.value for x in pair]
+    return node.value if isinstance(node, yaml.SequenceNode) else []
+
+# %% ../../nbs/base/00_core.ipynb #d0303821
+def yaml_nodes(root) -> float:
+    "How many nodes the composed YAML `root` stands for with every alias expanded (inf for an alias of its own ancestor)."
+    size, opened, stack = {}, set(), [root]
+    while stack:  # depth first; a node opened but not sized is an ancestor of everything met until it is sized
+        node = stack[-1]
+        if id(node) in size:
+            stack.pop()
+        elif id(node) not in opened:
+            opened.add(id(node))
+            for k in _yaml_children(node):
+                if id(k) in opened and id(k) not in size:
+                    return math.inf
+                stack.append(k)
+        else:
+            size[id(node)] = 1 + sum(size[id(k)] for k in _yaml_children(node))
+            stack.pop()
+    return size[id(root)]
+
+# %% ../../nbs/base/00_core.ipynb #84bb6860
+def load_yaml(data: bytes | str, where, max_nodes: int = MAX_YAML_NODES):
+    "The document in YAML `data` (safe types only); `InputFileError` when it stands for more than `max_nodes` nodes."
+    loader = yaml.SafeLoader(data)
+    try:
+        root = loader.get_single_node()
+        if root is not None and yaml_nodes(root) > max_nodes:
+            raise InputFileError(
+                f"{where} stands for more than {max_nodes:,} YAML values once its aliases (*name) are expanded; "
+                "write the values out instead of repeating anchors."
+            )
+        return None if root is None else loader.construct_document(root)
+    except RecursionError:
+        raise InputFileError(f"{where} nests YAML lists or mappings too deeply to read; flatten it.") from None
+    finally:
+        loader.dispose()
+
 # %% ../../nbs/base/00_core.ipynb #1877b652
 def append_jsonl(path: str | Path, *records: dict):
     "Append JSON lines, flushed and fsynced once; a torn last line is first ended so the new records stand on their own lines."
@@ -177,13 +287,13 @@ def _quarantine(path: Path, good: list, bad: list):
 
 # %% ../../nbs/base/00_core.ipynb #e8c3a393
 def read_jsonl(path: str | Path, policy: str = "raise") -> list[dict]:
-    "The records of a JSON-lines file (none if it does not exist); `policy` says what a bad line does (see the table)."
+    "The records of a JSON-lines file (none if it does not exist; a regular file, see `read_regular`); `policy` says what a bad line does (see the table)."
     if policy not in JSONL_POLICIES:
         raise ValueError(f"Unknown JSON-lines policy {policy!r}; use one of {', '.join(JSONL_POLICIES)}.")
     path = Path(path)
     if not path.exists():
         return []
-    data = path.read_bytes()
+    data = read_regular(path, "JSON-lines file")
     good, bad = _parse_lines(data)
     if not bad:
         return good

@@ -10,14 +10,18 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from ..base.core import InputFileError, read_regular
 from .base import UsageError, arg, command, write_json, write_text
 from .tasks import COMPAT_HELP, SANDBOX_HELP
 from ..grading import regrade, validation
+from ..grading.grading import parse_log
+from ..grading.official import disagreement_evidence, official_log, read_official, test_differences, test_output
 from ..sandbox.sandboxes import SANDBOXES, sandbox_for
 from ..tasks.selection import load_tasks
 
 # %% auto #0
-__all__ = ['REGRADE_ARGS', 'gradable_set', 'saved_records', 'regrade_tables', 'regrade_markdown', 'cmd_regrade']
+__all__ = ['REGRADE_ARGS', 'gradable_set', 'saved_records', 'regrade_tables', 'regrade_markdown', 'recorded_verdicts',
+           'with_official_logs', 'cmd_regrade']
 
 # %% ../../nbs/cli/13e_cli_regrade.ipynb #8dce9059
 def gradable_set(path: str | None, dataset: str) -> tuple:
@@ -41,7 +45,9 @@ def gradable_set(path: str | None, dataset: str) -> tuple:
 def saved_records(path) -> list:
     "The grading records of a file written by `regrade --json`; `UsageError` in one sentence otherwise."
     try:
-        return list(json.loads(Path(path).read_text())["records"])
+        return list(json.loads(read_regular(path, "regrade records file"))["records"])
+    except InputFileError:  # a FIFO, a device, a file over the cap: its own sentence
+        raise
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise UsageError(
             f"{path} holds no regrade records ({type(e).__name__}); pass a file written by swecl regrade --json."
@@ -70,6 +76,16 @@ REGRADE_ARGS = (
     arg("--dataset", default="swe-bench-cl", help="the dataset the predictions are for"),
     arg("--authors", metavar="EVAL_STATE", help="recorded verdicts to compare with (SWE-Bench-CL's eval_state.json)"),
     arg(
+        "--official",
+        metavar="RESULTS",
+        help="the official SWE-bench harness's results to compare with (results.json, a run summary or a folder of report.json)",
+    ),
+    arg(
+        "--official-logs",
+        metavar="DIR",
+        help="the official harness's per-instance logs: each disagreement gets the tests that differ",
+    ),
+    arg(
         "--condition",
         default="memory_disabled",
         help="the condition of --authors to compare with",
@@ -88,6 +104,29 @@ REGRADE_ARGS = (
     arg("--out", help="write the tables as markdown"),
 )
 
+# %% ../../nbs/cli/13e_cli_regrade.ipynb #a0b1c2d301
+def recorded_verdicts(a) -> dict | None:
+    "The verdicts to compare with: `--authors` (eval_state.json) or `--official` (SWE-bench's harness); None without."
+    if a.authors and a.official:
+        raise UsageError("Give --authors or --official, not both: the agreement table compares with one of them.")
+    try:
+        if a.official:
+            return read_official(a.official)
+        return regrade.authors_verdicts(a.authors, condition=a.condition) if a.authors else None
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+# %% ../../nbs/cli/13e_cli_regrade.ipynb #a0b1c2d302
+def with_official_logs(disagree: list, tasks: list, records: list, logs) -> list:
+    "Each disagreement with its evidence: the expected tests whose pass/fail differs between the official log and swecl."
+    by_id, recs = {t.instance_id: t for t in tasks}, {r["instance_id"]: r for r in records}
+    for d in disagree:
+        t, r = by_id.get(d["instance_id"]), recs[d["instance_id"]]
+        log = official_log(Path(logs), d["instance_id"]) if logs and t else None
+        diffs = test_differences(t, r.get("statuses") or {}, parse_log(t, test_output(log))) if log else []
+        d["evidence"] = disagreement_evidence(r, diffs, log is not None)
+    return disagree
+
 # %% ../../nbs/cli/13e_cli_regrade.ipynb #adc75e24
 @command(
     "regrade",
@@ -98,9 +137,9 @@ def cmd_regrade(a):
     "Tables on stdout; `--json`: the records and tables (the report renders `results/regrade-*.json`)."
     try:
         preds = regrade.read_predictions(a.predictions)
-        authors = regrade.authors_verdicts(a.authors, condition=a.condition) if a.authors else None
     except ValueError as e:
         raise UsageError(str(e)) from None
+    theirs = recorded_verdicts(a)
     b, tasks = load_tasks(a.dataset, a.instances, None, a.sequences)
     if a.merge:
         records = [r for f in a.merge for r in saved_records(f)]
@@ -109,10 +148,12 @@ def cmd_regrade(a):
         records = regrade.grade_predictions(tasks, preds, sandbox, Path(a.logs) if a.logs else None)
     gradable, why = gradable_set(a.gradable, a.dataset)
     outside = len(set(preds) - {t.instance_id for t in b.tasks})
-    note = f"{len(records)} predictions graded from {a.predictions}; {why}." + (
+    note = f"{len(records)} predictions graded from {Path(a.predictions).name}; {why}." + (
         f" {outside} predictions name tasks not in {a.dataset}." if outside else ""
     )
-    tables = regrade_tables(records, gradable, authors)
+    tables = regrade_tables(records, gradable, theirs)
+    if a.official_logs:
+        tables["disagreements"] = with_official_logs(tables["disagreements"], b.tasks, records, a.official_logs)
     text = regrade_markdown(tables, a.title, note)
     print(text)
     write_text(a.out, text) if a.out else None

@@ -10,17 +10,17 @@ import json
 import os
 import shlex
 import sys
-from pathlib import Path
 from statistics import median
 
 from tabulate import tabulate
 
 from ..agent import agent
 from ..agent.single_shot import solve_single_shot
+from ..base.core import MAX_INPUT_BYTES, read_regular
 from .base import DATASET_HELP, UsageError, arg, command, write_json, write_text
 from ..envs.envcache import env_inventory, prune_envs, usage_by_repo
 from ..grading import validation
-from ..models.model_base import model_spec
+from ..models.model_base import TimeBudget, model_spec
 from ..models.models import make_model
 from ..sandbox.sandboxes import SANDBOXES, sandbox_for
 from ..tasks import datasets
@@ -42,7 +42,7 @@ def read_records(paths: list) -> list:
     records = []
     for p in paths:
         try:
-            data = json.loads(Path(p).read_text())
+            data = json.loads(read_regular(p, "validation records file", MAX_INPUT_BYTES))
         except (OSError, ValueError) as e:
             raise UsageError(
                 f"Cannot read validation records from {p} ({e}); pass files written by swecl validate --json."
@@ -242,6 +242,7 @@ def solve_one(a, t, model, sandbox) -> dict:
     if a.single_shot:
         return solve_single_shot(t, model, sandbox, log_dir=a.logs)
     cfg = agent.AgentConfig(max_steps=a.max_steps, max_cost=a.max_cost, max_seconds=a.max_seconds)
+    model = TimeBudget(model, a.max_seconds) if a.max_seconds else model  # a model call ends with the budget too
     return agent.solve(t, model, sandbox, cfg, trajectory=a.trajectory, log_dir=a.logs)
 
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #176132d3

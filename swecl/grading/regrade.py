@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from ..base.core import InputFileError, read_regular
+from ..base.labels import excuses
 from .grading import grade
 from ..models.model_base import ModelError, read_replay
 
 # %% auto #0
-__all__ = ['read_predictions', 'grade_predictions', 'wilson', 'rate_table', 'authors_verdicts', 'explain', 'agreement']
+__all__ = ['read_predictions', 'grade_predictions', 'wilson', 'counted_verdict', 'rate_table', 'authors_verdicts', 'explain',
+           'agreement']
 
 # %% ../../nbs/grading/04d_regrade.ipynb #c7ef4c7c
 def read_predictions(path) -> dict:
@@ -30,13 +32,14 @@ def read_predictions(path) -> dict:
 
 # %% ../../nbs/grading/04d_regrade.ipynb #0ce3a393
 def grade_predictions(tasks: list, preds: dict, sandbox, log_dir=None, progress: bool = True) -> list:
-    "One record per task that has a prediction: repository, sequence-free `Grade.record()` with policy `model`."
+    "One record per task that has a prediction: repository, `Grade.record()` with policy `model`, the expected tests' statuses."
     out = []
     todo = [t for t in tasks if t.instance_id in preds]
     for t in tqdm(todo, desc="regrade", disable=not progress, unit="task"):
         g = grade(t, preds[t.instance_id], sandbox, log_dir=log_dir)
         empty = not preds[t.instance_id].strip()
-        out.append({"policy": "model", "repo": t.repo, "empty_patch": empty} | g.record())
+        statuses = {k: g.statuses.get(k, "no status") for k in t.FAIL_TO_PASS + t.PASS_TO_PASS}
+        out.append({"policy": "model", "repo": t.repo, "empty_patch": empty} | g.record() | {"statuses": statuses})
     return out
 
 # %% ../../nbs/grading/04d_regrade.ipynb #e96bde0e
@@ -48,19 +51,30 @@ def wilson(k: int, n: int, z: float = 1.959964) -> tuple:
     centre, half = (p + z2 / (2 * n)) / (1 + z2 / n), z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
     return (0.0 if k == 0 else centre - half), (1.0 if k == n else centre + half)  # exact at the ends
 
+# %% ../../nbs/grading/04d_regrade.ipynb #f0e1d2c302
+def counted_verdict(r: dict) -> bool | None:
+    "Resolved as the rates count it; None when the grading is left out (its label excuses it)."
+    if r.get("error") and excuses(r.get("infra_reason"), r["instance_id"]):
+        return None
+    return bool(r["resolved"]) and not r.get("error") and not r.get("suspicious")
+
 # %% ../../nbs/grading/04d_regrade.ipynb #dc0b3f2f
 def rate_table(records: list, gradable: set | None = None) -> list:
-    "Rows per repository and in total: tasks with a prediction, graded here, resolved, rate and its 95% interval."
+    "Rows per repository and in total: predictions, graded here, resolved, flagged, rate and its 95% interval."
     rows = {}
     for r in records:
-        row = rows.setdefault(r["repo"], {"repo": r["repo"], "predictions": 0, "graded": 0, "resolved": 0})
+        row = rows.setdefault(
+            r["repo"], {"repo": r["repo"], "predictions": 0, "graded": 0, "resolved": 0, "flagged": 0}
+        )
         row["predictions"] += 1
-        if r.get("error") or (gradable is not None and r["instance_id"] not in gradable):
+        verdict = counted_verdict(r)
+        if verdict is None or (gradable is not None and r["instance_id"] not in gradable):
             continue
         row["graded"] += 1
-        row["resolved"] += bool(r["resolved"])
+        row["resolved"] += verdict
+        row["flagged"] += bool(r.get("suspicious"))
     res = sorted(rows.values(), key=lambda r: r["repo"])
-    total = {"repo": "total"} | {k: sum(r[k] for r in res) for k in ("predictions", "graded", "resolved")}
+    total = {"repo": "total"} | {k: sum(r[k] for r in res) for k in ("predictions", "graded", "resolved", "flagged")}
     for r in res + [total]:
         lo, hi = wilson(r["resolved"], r["graded"])
         r["rate"] = f"{r['resolved'] / r['graded']:.1%}" if r["graded"] else "-"
@@ -71,9 +85,11 @@ def rate_table(records: list, gradable: set | None = None) -> list:
 def authors_verdicts(path, model: str | None = None, condition: str = "memory_disabled") -> dict:
     "instance_id -> resolved, from an SWE-Bench-CL `eval_state.json` (the only model in it when `model` is None)."
     try:
-        data = json.loads(Path(path).read_text())["parsed_harness_results_data"]
+        data = json.loads(read_regular(path, "eval_state.json"))["parsed_harness_results_data"]
         model = model or next(iter(data))
         seqs = data[model][condition]
+    except InputFileError:  # a FIFO, a device, a file over the cap: its own sentence
+        raise
     except (OSError, ValueError, KeyError, StopIteration, TypeError) as e:
         raise ValueError(
             f"{path} holds no harness verdicts for {model} / {condition} ({e!r}); pass an eval_state.json."
@@ -83,8 +99,13 @@ def authors_verdicts(path, model: str | None = None, condition: str = "memory_di
 # %% ../../nbs/grading/04d_regrade.ipynb #da24879f
 def explain(r: dict) -> str:
     "What swecl's record shows about one grading."
+    if r.get("suspicious"):
+        return f"flagged, never counted resolved: {r['suspicious'][0][:120]}"
     if r.get("error"):
-        return f"not graded here: {r.get('infra_reason')} ({(r.get('evidence') or r['error'])[:120]})"
+        why = (r.get("evidence") or r["error"])[:120]
+        if counted_verdict(r) is None:
+            return f"not graded here: {r.get('infra_reason')} ({why})"
+        return f"not resolved: {r.get('infra_reason')} in the patch's own run, on a task whose gold patch grades here ({why})"
     if r.get("empty_patch"):
         return "the prediction is an empty patch"
     if not r["patch_applied"]:
@@ -111,11 +132,11 @@ def agreement(records: list, theirs: dict) -> tuple:
                 "not graded here": 0,
             },
         )
-        if r.get("error"):
+        if (ours := counted_verdict(r)) is None:
             row["not graded here"] += 1
             continue
         row["both graded"] += 1
-        t, ours = theirs[r["instance_id"]], bool(r["resolved"])
+        t = theirs[r["instance_id"]]
         if t == ours:
             row["agree"] += 1
             continue

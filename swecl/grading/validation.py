@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from ..base.core import component_problem, package_file
+from ..base.core import MAX_SMALL_BYTES, InputFileError, component_problem, package_file, read_regular
 from ..base.labels import Label
 from ..base.schema import Task
 from .evidence import known_defects
@@ -252,8 +252,10 @@ GRADABLE_DIR = package_file("gradable")
 def read_gradable(path) -> dict:
     "A gradable file (see `gradable_record`); `ValueError` in one sentence when it is not one."
     try:
-        d = json.loads(Path(path).read_text())
+        d = json.loads(read_regular(path, "gradable file", MAX_SMALL_BYTES))
         assert isinstance(d, dict) and isinstance(d.get("gradable"), list) and isinstance(d.get("other"), dict)
+    except InputFileError:  # a FIFO, a device, a file over the cap: its own sentence
+        raise
     except (OSError, ValueError, AssertionError) as e:
         raise ValueError(
             f"{path} is not a gradable file ({type(e).__name__}); pass one written by swecl validate --gradable."

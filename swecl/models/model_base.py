@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 import time
 import warnings
 from dataclasses import asdict, astuple, dataclass, field
@@ -16,13 +17,13 @@ from typing import Callable, Protocol, runtime_checkable
 
 from fastcore.basics import patch
 
-from ..base.core import parse_jsonl
+from ..base.core import parse_jsonl, read_regular
 
 # %% auto #0
-__all__ = ['CONTEXT_FULL', 'PRICES', 'RETRY_STATUS', 'MODEL_FORMS', 'OPENAI_SPEC', 'LOCAL_URL', 'SMOKE_MODELS', 'ModelError',
-           'ContextFull', 'context_full', 'Usage', 'ToolCall', 'Reply', 'Model', 'ModelBase', 'price_of', 'cost',
-           'retry_after', 'with_retries', 'ModelSpec', 'model_spec', 'smoke_label', 'replay_lines', 'read_replay',
-           'ReplayModel', 'ScriptedModel']
+__all__ = ['CONTEXT_FULL', 'PRICES', 'RETRY_STATUS', 'RETRY_AFTER_CAP', 'MODEL_FORMS', 'OPENAI_SPEC', 'LOCAL_URL', 'SMOKE_MODELS',
+           'ModelError', 'ContextFull', 'context_full', 'Usage', 'ToolCall', 'Reply', 'Model', 'ModelBase', 'price_of',
+           'cost', 'retry_after', 'OutOfTime', 'NoAnswer', 'seconds_left', 'within', 'with_retries', 'TimeBudget',
+           'ModelSpec', 'model_spec', 'smoke_label', 'replay_lines', 'read_replay', 'ReplayModel', 'ScriptedModel']
 
 # %% ../../nbs/models/05a_model_base.ipynb #9235eb87
 class ModelError(RuntimeError):
@@ -103,6 +104,7 @@ class ModelBase:
     name: str = "?"
     native_tools: bool = True
     is_language_model: bool = True
+    deadline: float | None = None  # a time.monotonic() no query may pass (set by `TimeBudget` around each query)
 
     def cost(self, usage: Usage) -> float | None:
         "USD for `usage`; None when unknown."
@@ -161,6 +163,60 @@ def retry_after(headers) -> float | None:
     after = (headers or {}).get("retry-after")
     return float(after) if after and re.fullmatch(r"\d+(\.\d+)?", after.strip()) else None
 
+# %% ../../nbs/models/05a_model_base.ipynb #772840d6
+RETRY_AFTER_CAP = 60.0  # s: `Retry-After: 100000` is not obeyed as asked
+
+# %% ../../nbs/models/05a_model_base.ipynb #65202307
+class OutOfTime(ModelError):
+    "A query did not end by its deadline (the task's time budget): it was cut, not awaited."
+
+# %% ../../nbs/models/05a_model_base.ipynb #7fe2f290
+class NoAnswer(TimeoutError):
+    "A call gave no complete answer within the time it had (`within`)."
+
+# %% ../../nbs/models/05a_model_base.ipynb #8aa6103d
+def seconds_left(deadline: float | None) -> float | None:
+    "Seconds until `deadline` (a `time.monotonic()`); None for no deadline."
+    return None if deadline is None else deadline - time.monotonic()
+
+# %% ../../nbs/models/05a_model_base.ipynb #99c262ec
+def within(call: Callable, seconds: float):
+    "`call()`'s result or exception, or `NoAnswer` after `seconds`: the call runs in a daemon thread, abandoned then."
+    box = {}
+
+    def run():
+        try:
+            box["value"] = call()
+        except BaseException as e:  # handed to the caller's thread
+            box["error"] = e
+
+    worker = threading.Thread(target=run, daemon=True, name="model-call")
+    worker.start()
+    worker.join(max(seconds, 0))
+    if worker.is_alive():
+        raise NoAnswer(f"no complete answer within {seconds:.1f} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+# %% ../../nbs/models/05a_model_base.ipynb #52808f39
+def _one_try(call: Callable, per_call: float | None, deadline: float | None, what: str):
+    "`call()` within `per_call` seconds and before `deadline`; `OutOfTime` when the deadline is (or would be) passed."
+    left = seconds_left(deadline)
+    if left is not None and left <= 0:
+        raise OutOfTime(f"The {what} was not sent: the task's time budget is spent.")
+    limits = [s for s in (per_call, left) if s is not None]
+    if not limits:
+        return call()
+    try:
+        return within(call, min(limits))
+    except NoAnswer:
+        if left is not None and left <= min(limits):
+            raise OutOfTime(
+                f"The {what} was cut at the task's time budget ({left:.1f} s left, no answer by then)."
+            ) from None
+        raise
+
 # %% ../../nbs/models/05a_model_base.ipynb #05106d9a
 def with_retries(
     call: Callable,
@@ -170,18 +226,48 @@ def with_retries(
     cap: float = 60.0,
     sleep: Callable = time.sleep,
     what: str = "request",
+    per_call: float | None = None,
+    deadline: float | None = None,
 ):
-    "Run `call()`; `classify(exc)` returns (retryable, retry_after seconds or None, message)."
+    "Run `call()`; `classify(exc)` returns (retryable, retry_after seconds or None, message). Limits: see above."
     for attempt in range(retries + 1):
         try:
-            return call()
+            return _one_try(call, per_call, deadline, what)
+        except OutOfTime:
+            raise
         except Exception as e:
-            retryable, after, msg = classify(e)
+            retryable, after, msg = (True, None, str(e)) if isinstance(e, NoAnswer) else classify(e)
             if not retryable:
                 raise ModelError(msg) from None
             if attempt == retries:
                 raise ModelError(f"The {what} still failed after {retries} retries: {msg}") from None
-            sleep(after if after is not None else random.uniform(0, min(cap, base * 2**attempt)))
+            wait = min(after, RETRY_AFTER_CAP) if after is not None else random.uniform(0, min(cap, base * 2**attempt))
+            if (left := seconds_left(deadline)) is not None and wait >= left:
+                raise OutOfTime(f"The {what} failed ({msg}) and the task's time budget ends before a retry.") from None
+            sleep(wait)
+
+# %% ../../nbs/models/05a_model_base.ipynb #b1d149ea
+class TimeBudget:
+    "`model` whose queries must end `seconds` after `start_task` (the agent's `max_seconds`); else `OutOfTime`."
+
+    def __init__(self, model, seconds: float):
+        self.model, self.seconds, self.deadline = model, seconds, None
+
+    def __getattr__(self, name):  # name, native_tools, cost, patch_for, ...: the model's own
+        if name.startswith("__") or name in ("model", "seconds", "deadline"):
+            raise AttributeError(name)
+        return getattr(self.model, name)
+
+    def start_task(self, task) -> None:
+        self.model.start_task(task)
+        self.deadline = time.monotonic() + self.seconds
+
+    def query(self, messages: list, tools: list | None = None, system: str | None = None) -> Reply:
+        self.model.deadline = self.deadline
+        try:
+            return self.model.query(messages, tools, system)
+        finally:
+            self.model.deadline = None
 
 # %% ../../nbs/models/05a_model_base.ipynb #ed464ddf
 MODEL_FORMS = "anthropic:<model>, openai:<base_url>:<model>, llamacpp:<path.gguf>, replay:<file> or scripted[:<file>]"
@@ -275,13 +361,12 @@ def smoke_label(model: str) -> str | None:
 # %% ../../nbs/models/05a_model_base.ipynb #f82009c0
 def replay_lines(path: str) -> list:
     "(line number, record) of every non-blank line of a replay file; `ModelError` for a missing file or a bad line."
-    p = Path(path)
-    if not p.is_file():
+    if not Path(path).exists():
         raise ModelError(f"The replay file {path} does not exist.")
-    data = p.read_bytes()
     try:
+        data = read_regular(path, "replay or predictions file")  # a FIFO or a device: refused, never read
         rows = parse_jsonl(data, path)
-    except ValueError as e:  # core.JsonlError: names the line
+    except ValueError as e:  # core.InputFileError, core.JsonlError: name the file and the line
         raise ModelError(str(e)) from None
     if not rows:
         raise ModelError(

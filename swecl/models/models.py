@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
@@ -13,9 +14,9 @@ import weakref
 from pathlib import Path
 from typing import Callable
 
-import yaml
 from fastcore.basics import patch
 
+from ..base.core import MAX_SMALL_BYTES, InputFileError, load_yaml, read_regular
 from swecl.models.model_base import (
     RETRY_STATUS,
     SMOKE_MODELS,
@@ -23,6 +24,7 @@ from swecl.models.model_base import (
     ModelBase,
     ModelError,
     ModelSpec,
+    NoAnswer,
     ReplayModel,
     Reply,
     ScriptedModel,
@@ -36,9 +38,10 @@ from swecl.models.model_base import (
 )
 
 # %% auto #0
-__all__ = ['BACKENDS', 'anthropic_messages', 'build_request', 'usage_from_anthropic', 'reply_from_anthropic', 'api_key_from',
-           'AnthropicModel', 'openai_messages', 'usage_from_openai', 'classify_http', 'tool_call_from_openai',
-           'reply_from_openai', 'OpenAIModel', 'LlamaCppModel', 'scripted_model', 'make_model', 'configured_models']
+__all__ = ['MAX_BODY_BYTES', 'BACKENDS', 'anthropic_messages', 'build_request', 'usage_from_anthropic', 'reply_from_anthropic',
+           'api_key_from', 'AnthropicModel', 'openai_messages', 'usage_from_openai', 'classify_http',
+           'tool_call_from_openai', 'reply_from_openai', 'ResponseTooLarge', 'bounded_body', 'OpenAIModel',
+           'LlamaCppModel', 'scripted_model', 'make_model', 'configured_models']
 
 # %% ../../nbs/models/05_models.ipynb #b0f498c7
 def _blocks(content) -> list:
@@ -129,6 +132,8 @@ def reply_from_anthropic(msg) -> Reply:
 def _classify_anthropic(e):
     import anthropic  # optional dependency (the llm extra)
 
+    if isinstance(e, ModelError):
+        return False, None, str(e)
     if isinstance(e, anthropic.APIStatusError):
         if e.status_code == 401:
             return False, None, "The Anthropic API rejected the key in ANTHROPIC_API_KEY (HTTP 401); check it."
@@ -165,7 +170,7 @@ class AnthropicModel(ModelBase):
         import anthropic  # optional dependency (the llm extra)
 
         self.name, self.model, self.max_tokens, self.temperature = f"anthropic:{model}", model, max_tokens, temperature
-        self.retries, self.backoff, self.sleep = retries, backoff, sleep
+        self.retries, self.backoff, self.sleep, self.timeout = retries, backoff, sleep, timeout
         self.client = anthropic.Anthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
 
     def query(self, messages: list, tools: list | None = None, system: str | None = None) -> Reply:
@@ -178,12 +183,15 @@ class AnthropicModel(ModelBase):
 # %% ../../nbs/models/05_models.ipynb #35913bd4
 @patch
 def _send(self: AnthropicModel, body: dict):
-    "The SDK's answer to request `body` under `with_retries` (a temperature in `extra_body`); `ContextFull` when full."
+    "The SDK's answer to `body` under `with_retries`, each try bounded in all (a temperature in `extra_body`); `ContextFull` when full."
     extra = {"extra_body": {"temperature": body.pop("temperature")}} if "temperature" in body else {}
     create = lambda: self.client.messages.create(**body, **extra)
     what = f"{self.name} request"
     try:
-        return with_retries(create, _classify_anthropic, self.retries, self.backoff, sleep=self.sleep, what=what)
+        limits = dict(per_call=self.timeout, deadline=self.deadline)  # the whole try, then the task's budget
+        return with_retries(
+            create, _classify_anthropic, self.retries, self.backoff, sleep=self.sleep, what=what, **limits
+        )
     except ModelError as e:
         raise context_full(e) from None
 
@@ -220,6 +228,8 @@ def usage_from_openai(u: dict | None) -> Usage:
 def classify_http(e):
     import httpx  # optional dependency (the llm extra)
 
+    if isinstance(e, ModelError):  # e.g. `ResponseTooLarge`: the same answer again would be no better
+        return False, None, str(e)
     if isinstance(e, httpx.HTTPStatusError):
         status = e.response.status_code
         return status in RETRY_STATUS, retry_after(e.response.headers), f"HTTP {status}: {e.response.text[:200]}"
@@ -258,6 +268,28 @@ def reply_from_openai(d: dict) -> Reply:
         choice.get("finish_reason"),
     )
 
+# %% ../../nbs/models/05_models.ipynb #7d78a0c8
+MAX_BODY_BYTES = 16 << 20  # a chat completion is a few KB; a server sending more is broken or hostile
+
+# %% ../../nbs/models/05_models.ipynb #352e734d
+class ResponseTooLarge(ModelError):
+    "A model server's response body is larger than `MAX_BODY_BYTES`."
+
+# %% ../../nbs/models/05_models.ipynb #5294c53d
+def bounded_body(r, cut_at: float, max_bytes: int = MAX_BODY_BYTES, who: str = "The model server") -> bytes:
+    "The body of the streamed `httpx` response `r`, read until `max_bytes` (`ResponseTooLarge`) or `cut_at` (`NoAnswer`)."
+    if int(r.headers.get("content-length") or 0) > max_bytes:
+        raise ResponseTooLarge(f"{who} announced a response of more than {max_bytes:,} bytes; check the server.")
+    chunks, n = [], 0
+    for chunk in r.iter_bytes():
+        n += len(chunk)
+        if n > max_bytes:
+            raise ResponseTooLarge(f"{who} sent more than {max_bytes:,} bytes in one response; check the server.")
+        if time.monotonic() > cut_at:  # a slow trickle: the caller has stopped waiting already
+            raise NoAnswer(f"{who} was still sending its response when the try's time was up")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
 # %% ../../nbs/models/05_models.ipynb #b83535f0
 class OpenAIModel(ModelBase):
     "Any OpenAI-compatible chat-completions server."
@@ -280,7 +312,7 @@ class OpenAIModel(ModelBase):
 
         self.base_url, self.model, self.native_tools, self.tool_choice = base_url.rstrip("/"), model, tools, tool_choice
         self.name, self.max_tokens, self.temperature = f"openai:{base_url}:{model}", max_tokens, temperature
-        self.retries, self.backoff, self.sleep = retries, backoff, sleep
+        self.retries, self.backoff, self.sleep, self.timeout = retries, backoff, sleep, timeout
         self.local = re.match(r"https?://(localhost|127\.|0\.0\.0\.0|\[::1\])", self.base_url) is not None
         key = api_key_from("OPENAI_API_KEY", api_key, self.name, required="api.openai.com" in self.base_url)
         self.http = httpx.Client(timeout=timeout, headers={"authorization": f"Bearer {key or 'none'}"})
@@ -306,16 +338,21 @@ def request(self: OpenAIModel, messages: list, tools: list | None, system: str |
 # %% ../../nbs/models/05_models.ipynb #a38bd40c
 @patch
 def _post(self: OpenAIModel, body: dict) -> dict:
-    "The server's answer to request `body`, posted under `with_retries`; `ContextFull` when the context is full."
+    "The server's answer to `body`, posted under `with_retries`, each try bounded (see above); `ContextFull` when full."
+
+    import httpx  # optional dependency (the llm extra)
 
     def call():
-        r = self.http.post(f"{self.base_url}/chat/completions", json=body)
-        r.raise_for_status()
-        return r.json()
+        cut_at = min(time.monotonic() + self.timeout, self.deadline or math.inf)
+        with self.http.stream("POST", f"{self.base_url}/chat/completions", json=body) as r:
+            data = bounded_body(r, cut_at, who=f"The server of {self.name}")
+        answer = httpx.Response(r.status_code, headers=r.headers, content=data, request=r.request)
+        answer.raise_for_status()
+        return answer.json()
 
-    what = f"{self.name} request"
+    what, limits = f"{self.name} request", dict(per_call=self.timeout, deadline=self.deadline)
     try:
-        return with_retries(call, classify_http, self.retries, self.backoff, sleep=self.sleep, what=what)
+        return with_retries(call, classify_http, self.retries, self.backoff, sleep=self.sleep, what=what, **limits)
     except ModelError as e:
         raise context_full(e) from None
 
@@ -353,7 +390,11 @@ def scripted_model(m: ModelSpec, **kw) -> Model:
         return ScriptedModel()
     if not Path(m.path).exists():
         raise ModelError(f"The script {m.path} does not exist.")
-    return ScriptedModel(yaml.safe_load(Path(m.path).read_text()), name=m.raw)
+    try:
+        script = load_yaml(read_regular(m.path, "script", MAX_SMALL_BYTES), f"The script {m.path}")
+    except InputFileError as e:  # a FIFO, a device, too large, aliases without bound
+        raise ModelError(str(e)) from None
+    return ScriptedModel(script, name=m.raw)
 
 # %% ../../nbs/models/05_models.ipynb #98f6b937
 BACKENDS = {  # a model string's kind -> maker of the model from its parsed spec; a new backend is one line here

@@ -15,7 +15,15 @@ import yaml
 from fastcore.basics import patch
 
 from ..agent.agent import AgentConfig
-from ..base.core import component_problem, package_file, sha256_file
+from swecl.base.core import (
+    InputFileError,
+    check_regular,
+    component_problem,
+    load_yaml,
+    package_file,
+    read_regular,
+    sha256_file,
+)
 from ..memory.memory import MemorySetting
 from ..metrics.metrics import parse_schedule
 from ..models.model_base import model_spec
@@ -25,8 +33,8 @@ from ..tasks.datasets import load
 from ..tasks.selection import sequence_id
 
 # %% auto #0
-__all__ = ['MAX_COMPONENT', 'LATER_OPTIONS', 'COUNTS', 'NUMBERS', 'FLAGS_BASE', 'RunError', 'safe_component', 'Cell',
-           'check_number', 'check_list', 'check_conditions', 'check_group', 'check_budget', 'check_agent',
+__all__ = ['MAX_COMPONENT', 'LATER_OPTIONS', 'COUNTS', 'NUMBERS', 'MAX_PLAN_BYTES', 'FLAGS_BASE', 'RunError', 'safe_component',
+           'Cell', 'check_number', 'check_list', 'check_conditions', 'check_group', 'check_budget', 'check_agent',
            'check_transfer', 'check_names', 'check_values', 'check_plan', 'plan_path', 'load_plan', 'plan_sequences',
            'plan_models', 'plan_cells', 'expand', 'split_list', 'parse_condition', 'parse_seeds', 'parse_transfer',
            'apply_flags', 'plan_from_flags', 'RunConfig', 'run_config']
@@ -232,18 +240,28 @@ def plan_path(plan) -> Path | None:
     if not isinstance(plan, (str, Path)):
         return None
     p = Path(plan)
+    if p.exists() and not p.is_file() and not p.is_dir():  # a FIFO or a device: refused, never opened
+        try:
+            check_regular(p, "plan")
+        except InputFileError as e:
+            raise RunError(str(e)) from None
     if not p.is_file():
         p = package_file("plans", f"{plan}.yaml")
     if not p.is_file():
         raise RunError(f"Plan {plan} is neither a file nor a plan under data/plans; give a YAML path.")
     return p
 
+# %% ../../nbs/runs/11a_plans.ipynb #d1468c8a
+MAX_PLAN_BYTES = 1 << 20  # a plan is a page of YAML; the largest shipped one is ~2 KB
+
 # %% ../../nbs/runs/11a_plans.ipynb #6da0b9fa
 def load_plan(plan) -> dict:
     "A checked plan dict from a YAML path, a name under data/plans, or a dict (see `check_plan`)."
     if (p := plan_path(plan)) is not None:
         try:
-            plan = yaml.safe_load(p.read_text())
+            plan = load_yaml(read_regular(p, "plan", MAX_PLAN_BYTES), f"Plan {p}")  # aliases bounded
+        except InputFileError as e:
+            raise RunError(str(e)) from None
         except (yaml.YAMLError, UnicodeDecodeError) as e:
             where = getattr(e, "problem_mark", None)
             at = f" (line {where.line + 1})" if where else ""

@@ -31,7 +31,7 @@ from ..memory.experience import experience_from_attempt
 from ..memory.memory import Memory, MemoryStore, make_embedder
 from ..metrics.attempts import attempt_id
 from ..metrics.metrics import retest_plan
-from ..models.model_base import ModelSpec
+from ..models.model_base import ModelSpec, TimeBudget
 from ..models.models import make_model
 from .plans import Cell, RunError, run_config, safe_component
 from .progress import CellProgress, draws_bars
@@ -42,8 +42,8 @@ from ..tasks.datasets import load
 # %% auto #0
 __all__ = ['CHECKED', 'MODEL_ERROR_STOP', 'PR_SET_PDEATHSIG', 'NO_MODEL', 'model_sha256', 'check_provenance', 'is_model_error',
            'has_patch', 'expected_predictions', 'sync_predictions', 'CellStore', 'cell_tasks', 'attempt_order',
-           'cell_memory', 'restore_memory', 'attempt_record', 'run_attempt', 'run_attempts', 'cell_summary', 'run_cell',
-           'run_cells_ray', 'watch_parent', 'die_with_parent', 'run_cells', 'run_plan', 'run_experiment']
+           'cell_memory', 'restore_memory', 'attempt_record', 'run_attempt', 'run_attempts', 'cell_summary', 'budgeted',
+           'run_cell', 'run_cells_ray', 'watch_parent', 'die_with_parent', 'run_cells', 'run_plan', 'run_experiment']
 
 # %% ../../nbs/runs/11_runner.ipynb #963fdd11
 CHECKED = {"dataset_sha256": "dataset", "model_sha256": "model file"}  # provenance that must not change on resume
@@ -221,6 +221,7 @@ def attempt_record(
         "f2p_passed": r["f2p"][0], "f2p_total": r["f2p"][1], "p2p_passed": r["p2p"][0], "p2p_total": r["p2p"][1],
         **{k: r[k] for k in rest}, "retrieved": retrieved, "patch": r["patch"], "trajectory": r["trajectory"],
         "model": cell.model, "memory": cell.memory, "content": cell.content, "seed": cell.seed, "time": time.time(),
+        "suspicious": r.get("suspicious") or [],  # a flagged grading: never counted resolved
     } | ({"infra_reason": Label.MODEL_ERROR} if r["exit_reason"] == "model_error" else {})  # fmt: skip
 
 # %% ../../nbs/runs/11_runner.ipynb #1e08070f
@@ -276,6 +277,11 @@ def cell_summary(cell, st, todo: list, tasks: list) -> dict:
         "left_out": sum(a.get("exit_reason") == NOT_GRADABLE for a in valid),
     }  # fmt: skip
 
+# %% ../../nbs/runs/11_runner.ipynb #3adfc34e
+def budgeted(model, cell: Cell):
+    "The model the agent queries: bounded by the cell's time budget (`TimeBudget`) when it has one."
+    return TimeBudget(model, cell.max_seconds) if cell.max_seconds else model
+
 # %% ../../nbs/runs/11_runner.ipynb #d82011b6
 def run_cell(
     cell: Cell,
@@ -296,7 +302,8 @@ def run_cell(
         mem = cell_memory(cell, st.dir, bench, progress and draws_bars(sys.stderr))
         restore_memory(mem, st.attempts, tasks, cell, summarizer)
         todo = [a for a in attempt_order(len(tasks), cell.n_samples, cell.schedule) if a not in st.done()]
-        run_attempts(cell, st, mem, (model, sandbox, cfg, summarizer), tasks, todo, progress, max_model_errors)
+        agent = (budgeted(model, cell), sandbox, cfg, summarizer)
+        run_attempts(cell, st, mem, agent, tasks, todo, progress, max_model_errors)
         return cell_summary(cell, st, todo, tasks) | {"memory": 0 if mem.store is None else len(mem.store)}
 
 # %% ../../nbs/runs/11_runner.ipynb #854be803

@@ -6,16 +6,29 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import warnings
 from collections import Counter, defaultdict
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 from huggingface_hub import hf_hub_download, list_repo_files
 
-from ..base.core import JsonlError, cache_dir, package_file, parse_jsonl, sha256_file
+from swecl.base.core import (
+    MAX_INPUT_BYTES,
+    InputFileError,
+    JsonlError,
+    bounded_read,
+    cache_dir,
+    check_regular,
+    package_file,
+    parse_jsonl,
+    read_regular,
+    sha256_file,
+)
 from ..base.schema import Benchmark, DatasetError, Experience, Sequence, Task, row_error
 from ..pool.outcomes import SUCCESS, read_outcomes
 from .curriculum import build_swe_bench_cl
@@ -137,15 +150,35 @@ def _parquet_records(path: Path) -> list[dict]:
     plain = lambda v: v.tolist() if hasattr(v, "tolist") and not isinstance(v, str) else v
     return [{k: plain(v) for k, v in r.items()} for r in pd.read_parquet(path).to_dict("records")]
 
+# %% ../../nbs/tasks/01_datasets.ipynb #9d356376
+@contextmanager
+def _as_dataset_error():
+    "A file refused by `read_regular` or `check_regular` as a `DatasetError` (this module's one error)."
+    try:
+        yield
+    except InputFileError as e:
+        raise DatasetError(str(e)) from None
+
+# %% ../../nbs/tasks/01_datasets.ipynb #eaf8631f
+def _dataset_bytes(path: Path, limit: int = MAX_INPUT_BYTES) -> bytes:
+    "The bytes of dataset file `path`, unpacked when it ends in `.gz`; `DatasetError` when it is refused."
+    with _as_dataset_error():
+        data = read_regular(path, "dataset file", limit)
+        if path.suffix != ".gz":
+            return data
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            return bounded_read(f, limit, path, "dataset file (unpacked)")
+
 # %% ../../nbs/tasks/01_datasets.ipynb #d183350e
 def read_records(path) -> list[dict]:
     "Rows of a JSONL / JSONL.gz / JSON list / parquet file."
     path = Path(path)
     sfx = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
     if sfx == ".parquet":
+        with _as_dataset_error():
+            check_regular(path, "dataset file")
         return _parquet_records(path)
-    with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
-        data = f.read()
+    data = _dataset_bytes(path)
     if sfx in (".jsonl", ".jsonl.gz", ".ndjson"):
         try:
             return parse_jsonl(data, str(path))
@@ -312,11 +345,10 @@ def _is_cl_file(path: Path) -> bool:
 # %% ../../nbs/tasks/01_datasets.ipynb #e6a03e4d
 def _read_cl_file(path: Path, name: str) -> Benchmark:
     "A SWE-Bench-CL file as a `Benchmark` named `swe-bench-cl` (for that short name) or after the file."
-    with open(path, encoding="utf-8") as f:
-        try:
-            d = json.load(f)
-        except json.JSONDecodeError as e:
-            raise DatasetError(f"{path}: is not valid JSON ({e.msg} at line {e.lineno}); check the file.") from None
+    try:
+        d = json.loads(_dataset_bytes(path))
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{path}: is not valid JSON ({e.msg} at line {e.lineno}); check the file.") from None
     return Benchmark.from_cl_json(d, name="swe-bench-cl" if name == "swe-bench-cl" else path.stem, where=str(path))
 
 # %% ../../nbs/tasks/01_datasets.ipynb #06a30876
@@ -343,6 +375,8 @@ def join_verified(b: Benchmark, data_dir=None, rows: list | None = None) -> int:
 # %% ../../nbs/tasks/01_datasets.ipynb #d1278f40
 def _read_benchmark(path: Path, name: str, data_dir=None) -> Benchmark:
     "The benchmark in file `path`: ContextBench related tasks, a SWE-Bench-CL file (Verified joined) or SWE-bench rows."
+    with _as_dataset_error():  # a FIFO, a device or a folder is refused before anything opens it
+        check_regular(path, "dataset file")
     if name.startswith("contextbench") or path.parent.name == "swe-contextbench" and path.name.startswith("related-"):
         return load_contextbench(path)
     if _is_cl_file(path):
