@@ -16,10 +16,10 @@ from pathlib import PurePosixPath
 from ..tasks.repos import SAFE_GIT
 
 # %% auto #0
-__all__ = ['RUNNER_CONFIG_FILES', 'SHADOW_MODULES', 'CONTENT_CHECKED', 'GIT_DIR_PATH', 'ENV_PROBE', 'path_class',
-           'cfg_runner_config', 'toml_runner_config', 'runner_config', 'module_names', 'shadowing', 'runner_scripts',
-           'finding', 'git_dir_line', 'zero_split', 'untracked', 'tree_changes', 'git_state', 'restore_raw', 'restore',
-           'text_at', 'exists', 'guard_tree', 'env_state', 'env_changes']
+__all__ = ['RUNNER_CONFIG_FILES', 'SHADOW_MODULES', 'CONTENT_CHECKED', 'RUNNER_MODULES', 'GIT_DIR_PATH', 'ENV_PROBE',
+           'path_class', 'cfg_runner_config', 'toml_runner_config', 'runner_config', 'module_names', 'shadowing',
+           'runner_scripts', 'finding', 'git_dir_line', 'zero_split', 'untracked', 'tree_changes', 'git_state',
+           'restore_raw', 'restore', 'text_at', 'exists', 'guard_tree', 'env_state', 'env_changes']
 
 # %% ../../nbs/grading/04b_guard.ipynb #158b7097
 RUNNER_CONFIG_FILES = frozenset({"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini"})
@@ -107,6 +107,9 @@ def runner_scripts(test_cmd: str) -> set[str]:
 # %% ../../nbs/grading/04b_guard.ipynb #ea483e72
 CONTENT_CHECKED = frozenset({"setup.cfg", "pyproject.toml", "setup.py"})
 
+# %% ../../nbs/grading/04b_guard.ipynb #d4e5f6a701
+RUNNER_MODULES = frozenset({"sympy/testing/runtests.py", "sympy/utilities/runtests.py"})  # bin/test runs these
+
 # %% ../../nbs/grading/04b_guard.ipynb #7dba8a70
 def finding(path: str, base_text: str | None = None, new_text: str | None = None, scripts=()) -> str | None:
     "Why the patch's change to `path` is undone (None: it stays)."
@@ -114,6 +117,8 @@ def finding(path: str, base_text: str | None = None, new_text: str | None = None
         return why
     if path in scripts:
         return "the test command runs this script"
+    if path in RUNNER_MODULES:
+        return "this is the test runner's own code"
     name = PurePosixPath(path).name
     if name in CONTENT_CHECKED and runner_config(name, base_text or "") != runner_config(name, new_text or ""):
         return f"the patch changes the test configuration or pytest plugins in {name}"

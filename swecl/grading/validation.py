@@ -50,7 +50,7 @@ def expected(g: Grade | dict, policy: str | None = None, definition: str | None 
     "Did the grading behave as the policy requires? None for an infrastructure error or a labelled miss."
     r = (
         {"policy": policy, "resolved": g.resolved, "f2p_resolved": g.f2p_resolved}
-        | {"error": g.error, "infra_reason": g.infra_reason}
+        | {"error": g.error, "infra_reason": g.infra_reason, "suspicious": g.suspicious}
         if isinstance(g, Grade)
         else g
     )
@@ -58,7 +58,7 @@ def expected(g: Grade | dict, policy: str | None = None, definition: str | None 
     done = bool(r.get(key))
     if r.get("error") and not (key == "f2p_resolved" and done and r["policy"] == "gold"):
         return None  # under FAIL_TO_PASS only, a label from elsewhere (PASS_TO_PASS) does not undo a gold pass
-    ok = done if r["policy"] == "gold" else not done
+    ok = done and not r.get("suspicious") if r["policy"] == "gold" else not done  # a flagged gold is a false flag
     return None if not ok and r.get("infra_reason") else ok
 
 # %% ../../nbs/grading/04a_validation.ipynb #a0e8f585

@@ -23,7 +23,7 @@ __all__ = ['WITNESS_FILE', 'RUNNER', 'PASSING', 'RECORDS_CHARS', 'witnessed_comm
 WITNESS_FILE = package_file("witness", "swecl_witness.py")
 RUNNER = re.compile(
     r"(?:^|(?<=[\s;&|(]))(?P<py>\S*python[0-9.]*(?:\s+-[XW]\s*\S+|\s+-[a-ln-zA-Z]+)*\s+)?"
-    r"(?P<runner>-m\s+pytest|pytest|py\.test|\S*tests/runtests\.py)(?=\s|$)"
+    r"(?P<runner>-m\s+pytest|pytest|py\.test|\S*tests/runtests\.py|\S*bin/test)(?=\s|$)"
 )
 
 # %% ../../nbs/grading/04h_witness.ipynb #9854e10f

@@ -18,6 +18,8 @@ STATUS_LINES = {  # how each runner's own log spells a status, so the harness pa
     "unittest": {"PASSED": "{id} ... ok", "FAILED": "{id} ... FAIL", "ERROR": "{id} ... ERROR",
                  "SKIPPED": "{id} ... skipped ''", "XFAIL": "{id} ... expected failure",
                  "XPASS": "{id} ... unexpected success"},
+    "sympy": {"PASSED": "{id} ok", "FAILED": "{id} F", "ERROR": "{id} E", "SKIPPED": "{id} s", "XFAIL": "{id} f",
+              "XPASS": "{id} X"},
 }
 
 
@@ -182,9 +184,80 @@ def unittest_description(result, test):
     return get(test) if get is not None else str(test)
 
 
+SYMPY_RUNNERS = ("sympy.testing.runtests", "sympy.utilities.runtests")
+SYMPY_OUTCOMES = {"test_pass": "passed", "test_fail": "failed", "test_exception": "failed", "test_skip": "skipped",
+                  "test_xfail": "xfail-marked", "test_xpass": "xpass-marked"}
+
+
+class SympyRunner(object):
+    "Wraps sympy's reporter as its module is first executed; `changed` names what was replaced after that."
+
+    def __init__(self, tests):
+        self.tests, self.wrappers, self.machinery = tests, {}, {}
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in SYMPY_RUNNERS:
+            return None
+        import importlib.util
+
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            run = spec.loader.exec_module
+
+            def exec_module(module):
+                run(module)
+                self.watch(module)
+
+            spec.loader.exec_module = exec_module
+        return spec
+
+    def watch(self, module):
+        reporter, tests = getattr(module, "PyTestReporter", None), getattr(module, "SymPyTests", None)
+        if reporter is None or tests is None:
+            return
+        enter = reporter.entering_test
+        recorder = self.tests
+
+        def entering_test(rep, f):
+            rep._swecl_test = getattr(f, "__name__", str(f))
+            return enter(rep, f)
+
+        self.wrappers[(reporter, "entering_test")] = entering_test
+        reporter.entering_test = entering_test
+        for name, outcome in SYMPY_OUTCOMES.items():
+            if hasattr(reporter, name):
+                self.wrappers[(reporter, name)] = self.wrap(reporter, name, outcome, recorder)
+        for name in ("test_file", "test", "_timeout", "_enhance_asserts"):
+            if name in vars(tests):
+                self.machinery[(tests, name)] = fingerprint(vars(tests)[name])
+
+    @staticmethod
+    def wrap(reporter, name, outcome, recorder):
+        method = getattr(reporter, name)
+
+        def recorded(rep, *a, **kw):
+            recorder.add(getattr(rep, "_swecl_test", "?"), "call", outcome)
+            return method(rep, *a, **kw)
+
+        setattr(reporter, name, recorded)
+        return recorded
+
+    def changed(self):
+        out = [c.__module__ + "." + c.__name__ + "." + n for (c, n), w in self.wrappers.items() if vars(c).get(n) is not w]
+        out += [c.__module__ + "." + c.__name__ + "." + n for (c, n), f in self.machinery.items()
+                if fingerprint(vars(c).get(n)) != f]
+        return out + ([] if self.wrappers else ["sympy's test reporter was never seen"])
+
+
 def runner_kind(argv):
-    "pytest, or unittest (a script such as Django's tests/runtests.py), from the runner's command line."
-    return "pytest" if argv[0] in ("pytest", "py.test") or argv[:2] == ["-m", "pytest"] else "unittest"
+    "pytest, sympy (its bin/test) or unittest (a script such as Django's tests/runtests.py), from the command line."
+    if argv[0] in ("pytest", "py.test") or argv[:2] == ["-m", "pytest"]:
+        return "pytest"
+    return "sympy" if argv[0].replace("\\", "/").endswith("bin/test") else "unittest"
 
 
 def first_path(argv, kind):
@@ -240,6 +313,9 @@ def main():
     groups = ["pytest", "unittest", "builtins"] if kind == "pytest" else ["unittest", "builtins"]
     if kind == "unittest":
         watch_unittest(tests, unittest_description)
+    sympy = SympyRunner(tests) if kind == "sympy" else None
+    if sympy is not None:
+        sys.meta_path.insert(0, sympy)
     integrity = Integrity(groups)
     try:
         if kind == "pytest":
@@ -253,7 +329,7 @@ def main():
         for test_id in tests.order:
             status = tests.status(test_id)
             records.write("test", {"id": test_id, "status": status, "line": lines[status].format(id=test_id)})
-        changed = integrity.changed()
+        changed = integrity.changed() + (sympy.changed() if sympy is not None else [])
         records.write("end", {"tests": len(tests.order), "exit": code, "changed": changed})
     sys.stdout.flush()
     sys.stderr.flush()
