@@ -9,7 +9,7 @@ guarded result is not an accident of a broken attack.
 import pytest
 
 from swecl.grading import grading
-from swecl.grading.guard import env_changes, env_state, guard_tree
+from swecl.grading.guard import env_changes, env_state, guard_tree, tree_changes, untracked
 from swecl.sandbox.sandbox import LocalSandbox
 from swecl.tasks.mini import load_mini
 from swecl.tasks.repos import SAFE_GIT
@@ -153,7 +153,7 @@ def test_renamed_into_conftest():
         s.run("mv src/textkit/helper.py tests/conftest.py")
         diff = s.diff()
         assert "rename to tests/conftest.py" in diff or "b/tests/conftest.py" in diff, diff
-        found = guard_tree(s, diff)
+        found = guard_tree(s, tree_changes(s, set()))
         assert [f.split(":")[0] for f in found] == ["tests/conftest.py"], found
         assert s.run("ls tests src/textkit").output.count("conftest.py") == 0
 
@@ -187,7 +187,7 @@ def test_legit_setup_cfg_edit_is_kept():
         s.run(f"{SAFE_GIT} add -A")
         s.commit_setup()
         s.write_file("setup.cfg", base.replace("name = textkit\n", "name = textkit\n[options]\ninstall_requires = a\n"))
-        assert guard_tree(s, s.diff()) == []
+        assert guard_tree(s, tree_changes(s, untracked(s))) == []
         assert "install_requires" in s.read_file("setup.cfg")
         s.write_file("setup.cfg", base + "addopts = -p evilplugin\n")
-        assert len(guard_tree(s, s.diff())) == 1 and s.read_file("setup.cfg") == base
+        assert len(guard_tree(s, tree_changes(s, untracked(s)))) == 1 and s.read_file("setup.cfg") == base
