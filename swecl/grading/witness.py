@@ -16,8 +16,8 @@ from ..base.core import package_file
 from ..sandbox.isolation import RunResult
 
 # %% auto #0
-__all__ = ['WITNESS_FILE', 'RUNNER', 'PASSING', 'RECORDS_CHARS', 'witnessed_command', 'sign', 'Witness', 'verified',
-           'read_records', 'witness_findings', 'run_witnessed']
+__all__ = ['WITNESS_FILE', 'RUNNER', 'PASSING', 'TEST_ID_SHAPE', 'RECORDS_CHARS', 'witnessed_command', 'sign', 'Witness',
+           'verified', 'read_records', 'witnessable', 'witness_findings', 'run_witnessed']
 
 # %% ../../nbs/grading/04h_witness.ipynb #0e6115aa
 WITNESS_FILE = package_file("witness", "swecl_witness.py")
@@ -87,6 +87,17 @@ def read_records(text: str, key: str) -> Witness:
 
 # %% ../../nbs/grading/04h_witness.ipynb #d6b50863
 PASSING = ("PASSED", "XFAIL")
+TEST_ID_SHAPE = {  # what an id the runner could report looks like; a dataset's junk id ('[100%]') is not checked
+    "pytest": re.compile(r"::"),
+    "unittest": re.compile(r"^\S+ \("),
+    "sympy": re.compile(r"^test_"),
+}
+
+# %% ../../nbs/grading/04h_witness.ipynb #e6f7a8b901
+def witnessable(test_id: str, runner: str | None) -> bool:
+    "Whether `test_id` has the shape of an id `runner` reports (SWE-bench's lists hold a few parser artefacts)."
+    shape = TEST_ID_SHAPE.get(runner or "")
+    return bool(shape and shape.search(test_id))
 
 # %% ../../nbs/grading/04h_witness.ipynb #7d27b24a
 def witness_findings(w: Witness | None, log: dict, seen: dict, expected: list) -> tuple[list, list]:
@@ -97,7 +108,7 @@ def witness_findings(w: Witness | None, log: dict, seen: dict, expected: list) -
     contradictions = [
         f"witness: the log says {t} {log[t]}, the test run itself {seen.get(t, 'never ran it')}"
         for t in expected
-        if log.get(t) in PASSING and seen.get(t) not in PASSING
+        if log.get(t) in PASSING and seen.get(t) not in PASSING and witnessable(t, w.runner)
     ]
     return contradictions, flags
 
