@@ -11,6 +11,7 @@ import matplotlib
 
 from .base import DATASET_HELP, UsageError, arg, command, frame_text, write_json, write_text
 from ..metrics import metrics
+from ..grading import validation
 from ..metrics.attempts import left_out
 from ..report import report
 from ..report.parts import term_text
@@ -20,7 +21,7 @@ from ..tasks.curriculum import build_swe_bench_cl
 # %% auto #0
 __all__ = ['BUILD_DATASET_ARGS', 'SIMILARITY_ARGS', 'METRICS_ARGS', 'DATASET_NOTES', 'LIST_ARGS', 'cmd_build_dataset',
            'table_text', 'cmd_stats', 'similarity_pairs', 'cmd_similarity', 'left_out_lines', 'cmd_metrics',
-           'report_files', 'cmd_report', 'dataset_availability', 'dataset_rows', 'columns', 'cmd_list']
+           'report_files', 'cmd_report', 'dataset_availability', 'gradable_text', 'dataset_rows', 'columns', 'cmd_list']
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #fa51b8ae
 BUILD_DATASET_ARGS = (
@@ -239,12 +240,22 @@ def dataset_availability(name: str) -> tuple:
     return False, f"{spec['files'][0]} is not in {dirs}; {fetch}"
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #b07dbb57
+def gradable_text(name: str) -> str:
+    "How many of a dataset's tasks grade here, from the gradable set kept with swecl (`swecl validate`)."
+    g = validation.load_gradable(name)
+    if g is None:
+        return "no gradable set"
+    pending = sum(v.get("label") == "not validated" for v in g["other"].values())
+    return f"{len(g['gradable'])} gradable" + (f" ({pending} not validated)" if pending else "")
+
+
 def dataset_rows() -> list:
-    "One row per dataset `swecl` knows by name: name, description, whether it is available here and where from."
+    "One row per dataset `swecl` knows by name: name, description, how many tasks grade here, whether it is available here and where from."
     rows = []
     for name in datasets.KNOWN:
         ok, where = dataset_availability(name)
-        rows.append({"name": name, "description": DATASET_NOTES.get(name, ""), "available": ok, "where": where})
+        row = {"name": name, "description": DATASET_NOTES.get(name, ""), "gradable": gradable_text(name)}
+        rows.append(row | {"available": ok, "where": where})
     return rows
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #002c2b81
@@ -280,7 +291,7 @@ def cmd_list(a):
             raise UsageError("--dataset applies to swecl list sequences and swecl list instances only.")
         rows = dataset_rows()
         shown = [r | {"state": ("here: " if r["available"] else "not here: ") + r["where"]} for r in rows]
-        print(columns(shown, ["name", "description", "state"]))
+        print(columns(shown, ["name", "description", "gradable", "state"]))
     else:
         if not a.dataset:
             raise UsageError(f"swecl list {a.kind} needs --dataset D; swecl list names the datasets.")
