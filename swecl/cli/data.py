@@ -10,8 +10,8 @@ from pathlib import Path
 import matplotlib
 
 from .base import DATASET_HELP, UsageError, arg, command, frame_text, write_json, write_text
-from ..metrics import metrics
 from ..grading import validation
+from ..metrics import metrics
 from ..metrics.attempts import left_out
 from ..report import report
 from ..report.parts import term_text
