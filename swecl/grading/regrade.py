@@ -11,8 +11,8 @@ import math
 from tqdm.auto import tqdm
 
 from ..base.core import InputFileError, read_regular
-from ..base.labels import excuses
 from .grading import grade
+from ..metrics.attempts import as_counted, infra_label
 from ..models.model_base import ModelError, read_replay
 
 # %% auto #0
@@ -53,10 +53,8 @@ def wilson(k: int, n: int, z: float = 1.959964) -> tuple:
 
 # %% ../../nbs/grading/04d_regrade.ipynb #f0e1d2c302
 def counted_verdict(r: dict) -> bool | None:
-    "Resolved as the rates count it; None when the grading is left out (its label excuses it)."
-    if r.get("error") and excuses(r.get("infra_reason"), r["instance_id"]):
-        return None
-    return bool(r["resolved"]) and not r.get("error") and not r.get("suspicious")
+    "Resolved as the rates count it (the attempts' rule, `metrics.attempts`); None when its label leaves it out."
+    return None if infra_label(r) else as_counted(r)["resolved"]
 
 # %% ../../nbs/grading/04d_regrade.ipynb #dc0b3f2f
 def rate_table(records: list, gradable: set | None = None) -> list:
