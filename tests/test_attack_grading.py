@@ -20,9 +20,8 @@ import sys
 
 import pytest
 
-from swecl.base.labels import excuses, gold_grades_here
+from swecl.base.labels import as_counted, excuses, gold_grades_here, infra_label
 from swecl.grading import grading
-from swecl.metrics.attempts import as_counted, infra_label
 from swecl.sandbox.isolation import Limits
 from swecl.sandbox.sandbox import LocalSandbox
 from swecl.tasks.mini import load_mini

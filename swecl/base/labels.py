@@ -14,7 +14,8 @@ import yaml
 
 # %% auto #0
 __all__ = ['LABELS_FILE', 'SIDES', 'COLUMNS', 'Label', 'TABLE_COLUMNS', 'GRADABLE_FILES', 'LabelRow', 'member_name',
-           'read_labels', 'labels_markdown', 'gold_grades_here', 'label_side', 'excuses']
+           'read_labels', 'labels_markdown', 'gold_grades_here', 'label_side', 'excuses', 'stated_label', 'infra_label',
+           'patch_caused', 'counted_as', 'as_counted']
 
 # %% ../../nbs/base/00a_labels.ipynb #8edb47106e1a46a883d545849b8ab81b
 LABELS_FILE = files("swecl") / "data" / "labels.yaml"
@@ -89,3 +90,33 @@ def label_side(label: str) -> str:
 def excuses(label: str | None, instance_id: str | None) -> bool:
     "Whether `label` keeps an attempt of `instance_id` out of the rates (see above)."
     return bool(label) and (label_side(label) != "run" or instance_id not in gold_grades_here())
+
+# %% ../../nbs/base/00a_labels.ipynb #61d65dc1
+def stated_label(r: dict) -> str | None:
+    "The label an attempt record carries (its infra_reason, or its exit reason model_error), whatever it excuses."
+    why = r.get("infra_reason")  # a string or None (a frame's NaN for a record without one is None too)
+    return why if isinstance(why, str) and why else "model_error" if r.get("exit_reason") == "model_error" else None
+
+
+def infra_label(r: dict) -> str | None:
+    "The label that keeps an attempt out of the rates; None when it is a verdict about the agent (`base.labels.excuses`)."
+    why = stated_label(r)
+    return why if excuses(why, r.get("instance_id")) else None
+
+
+def patch_caused(r: dict) -> str | None:
+    "The run label of an attempt that counts as not resolved all the same, because its task's gold patch grades here."
+    why = stated_label(r)
+    return why if why and not excuses(why, r.get("instance_id")) else None
+
+# %% ../../nbs/base/00a_labels.ipynb #d1e2f3a402
+def counted_as(r: dict) -> str | None:
+    "Why an attempt's recorded resolution is not counted (None: it counts as recorded)."
+    if isinstance(r.get("suspicious"), list) and r["suspicious"]:  # a frame fills a missing list with NaN
+        return "flagged"
+    return patch_caused(r)
+
+# %% ../../nbs/base/00a_labels.ipynb #d1e2f3a403
+def as_counted(r: dict) -> dict:
+    "The record as the rates count it: not resolved when `counted_as` names a reason."
+    return r | {"resolved": False, "f2p_resolved": False} if counted_as(r) else r

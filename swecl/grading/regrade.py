@@ -11,8 +11,8 @@ import math
 from tqdm.auto import tqdm
 
 from ..base.core import InputFileError, read_regular
+from ..base.labels import as_counted, infra_label
 from .grading import grade
-from ..metrics.attempts import as_counted, infra_label
 from ..models.model_base import ModelError, read_replay
 
 # %% auto #0

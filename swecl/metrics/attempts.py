@@ -13,12 +13,11 @@ from pathlib import Path
 import pandas as pd
 
 from ..base.core import read_jsonl
-from ..base.labels import excuses
+from ..base.labels import as_counted, counted_as, infra_label
 
 # %% auto #0
-__all__ = ['ATTEMPT_FIELDS', 'ATTEMPT_CHECKS', 'ATTEMPT_TYPES', 'LEFT_OUT_COLUMNS', 'attempt_problem', 'stated_label',
-           'infra_label', 'patch_caused', 'counted_as', 'as_counted', 'attempt_key', 'checked_attempts', 'attempt_id',
-           'record_id', 'read_attempts', 'left_out']
+__all__ = ['ATTEMPT_FIELDS', 'ATTEMPT_CHECKS', 'ATTEMPT_TYPES', 'LEFT_OUT_COLUMNS', 'attempt_problem', 'attempt_key',
+           'checked_attempts', 'attempt_id', 'record_id', 'read_attempts', 'left_out']
 
 # %% ../../nbs/metrics/09a_attempts.ipynb #acd50ef5
 ATTEMPT_FIELDS = ("sequence_id", "j", "kind", "resolved")
@@ -48,36 +47,6 @@ def attempt_problem(r) -> str | None:
     if r["kind"] not in ("first", "retest", "zeroshot"):
         return f"kind {json.dumps(r['kind'])} is not first, retest or zeroshot"
     return "a retest needs its learning step 'i'" if r["kind"] == "retest" and r.get("i") is None else None
-
-# %% ../../nbs/metrics/09a_attempts.ipynb #61d65dc1
-def stated_label(r: dict) -> str | None:
-    "The label an attempt record carries (its infra_reason, or its exit reason model_error), whatever it excuses."
-    why = r.get("infra_reason")  # a string or None (a frame's NaN for a record without one is None too)
-    return why if isinstance(why, str) and why else "model_error" if r.get("exit_reason") == "model_error" else None
-
-
-def infra_label(r: dict) -> str | None:
-    "The label that keeps an attempt out of the rates; None when it is a verdict about the agent (`base.labels.excuses`)."
-    why = stated_label(r)
-    return why if excuses(why, r.get("instance_id")) else None
-
-
-def patch_caused(r: dict) -> str | None:
-    "The run label of an attempt that counts as not resolved all the same, because its task's gold patch grades here."
-    why = stated_label(r)
-    return why if why and not excuses(why, r.get("instance_id")) else None
-
-# %% ../../nbs/metrics/09a_attempts.ipynb #d1e2f3a402
-def counted_as(r: dict) -> str | None:
-    "Why an attempt's recorded resolution is not counted (None: it counts as recorded)."
-    if isinstance(r.get("suspicious"), list) and r["suspicious"]:  # a frame fills a missing list with NaN
-        return "flagged"
-    return patch_caused(r)
-
-# %% ../../nbs/metrics/09a_attempts.ipynb #d1e2f3a403
-def as_counted(r: dict) -> dict:
-    "The record as the rates count it: not resolved when `counted_as` names a reason."
-    return r | {"resolved": False, "f2p_resolved": False} if counted_as(r) else r
 
 # %% ../../nbs/metrics/09a_attempts.ipynb #82d014e2
 def attempt_key(r: dict) -> tuple:

@@ -12,7 +12,8 @@ import pandas as pd
 from scipy import stats
 
 from ..base.core import bootstrap_ci
-from .attempts import infra_label, read_attempts  # noqa: F401 (read_attempts: also swecl.metrics.metrics.read_attempts)
+from ..base.labels import infra_label
+from .attempts import read_attempts  # noqa: F401 (read_attempts: also swecl.metrics.metrics.read_attempts)
 
 nan = np.nan
 

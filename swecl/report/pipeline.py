@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..metrics.attempts import infra_label, read_attempts
+from ..base.labels import infra_label
+from ..metrics.attempts import read_attempts
 from ..models.model_base import ModelError, model_spec
 from .parts import Section, md_table
 from .results import cell_config

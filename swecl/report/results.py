@@ -12,10 +12,11 @@ from pathlib import Path
 import pandas as pd
 
 from ..base.core import package_file
+from ..base.labels import infra_label
 from ..base.schema import DatasetError
 from ..grading.validation import expected, load_gradable
 from ..metrics import metrics
-from ..metrics.attempts import infra_label, left_out, read_attempts
+from ..metrics.attempts import left_out, read_attempts
 from ..models.model_base import smoke_label
 from swecl.report.parts import (
     Section,

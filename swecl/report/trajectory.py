@@ -19,7 +19,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..agent.agent import read_trajectory
-from ..metrics.attempts import counted_as, infra_label, read_attempts, record_id
+from ..base.labels import counted_as, infra_label
+from ..metrics.attempts import read_attempts, record_id
 from ..metrics.metrics import TOKEN_KINDS
 from ..models.model_base import ModelError, model_spec, price_of
 from .parts import check_contained, term_text

@@ -12,8 +12,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..base.labels import infra_label
 from ..grading.regrade import wilson
-from ..metrics.attempts import infra_label, read_attempts
+from ..metrics.attempts import read_attempts
 from ..metrics.metrics import paired_bootstrap
 from ..models.model_base import model_spec
 from .parts import Section, ci_text, md_link, md_table, save_figure

@@ -12,7 +12,8 @@ import time
 from fastcore.basics import patch
 from tqdm import tqdm
 
-from ..metrics.attempts import infra_label, record_id
+from ..base.labels import infra_label
+from ..metrics.attempts import record_id
 
 # %% auto #0
 __all__ = ['STOP_WORDS', 'one_line', 'verdict_reasons', 'failure_reason', 'draws_bars', 'eta_text', 'CellProgress']
