@@ -11,6 +11,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from ..base.core import InputFileError, read_regular
+from ..base.portable import machine_free
 from .base import UsageError, arg, command, write_json, write_text
 from .tasks import COMPAT_HELP, SANDBOX_HELP
 from ..grading import regrade, validation
@@ -87,9 +88,9 @@ REGRADE_ARGS = (
     ),
     arg(
         "--condition",
-        default="memory_disabled",
-        help="the condition of --authors to compare with",
+        help="the condition (memory_disabled, memory_enabled) of an eval_state.json given as --predictions or --authors",
     ),
+    arg("--run", help="the recorded run these predictions belong to: the report compares two conditions of one run"),
     arg("--gradable", metavar="JSON", help="count only these tasks (default: the set kept with swecl for the dataset)"),
     arg("--sequences", nargs="*", help="only these sequences: an id, a repository or its short name"),
     arg("--instances", nargs="*", help="only these instance ids"),
@@ -112,7 +113,7 @@ def recorded_verdicts(a) -> dict | None:
     try:
         if a.official:
             return read_official(a.official)
-        return regrade.authors_verdicts(a.authors, condition=a.condition) if a.authors else None
+        return regrade.authors_verdicts(a.authors, condition=a.condition or "memory_disabled") if a.authors else None
     except ValueError as e:
         raise UsageError(str(e)) from None
 
@@ -136,7 +137,7 @@ def with_official_logs(disagree: list, tasks: list, records: list, logs) -> list
 def cmd_regrade(a):
     "Tables on stdout; `--json`: the records and tables (the report renders `results/regrade-*.json`)."
     try:
-        preds = regrade.read_predictions(a.predictions)
+        preds = regrade.read_predictions(a.predictions, a.condition)
     except ValueError as e:
         raise UsageError(str(e)) from None
     theirs = recorded_verdicts(a)
@@ -157,4 +158,5 @@ def cmd_regrade(a):
     text = regrade_markdown(tables, a.title, note)
     print(text)
     write_text(a.out, text) if a.out else None
-    write_json(a.json, {"title": a.title, "note": note, "records": records} | tables)
+    run = {"run": a.run, "condition": a.condition} if a.run else {}
+    write_json(a.json, {"title": a.title, "note": note} | run | {"records": machine_free(records)} | tables)

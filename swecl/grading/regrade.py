@@ -16,12 +16,34 @@ from .grading import grade
 from ..models.model_base import ModelError, read_replay
 
 # %% auto #0
-__all__ = ['read_predictions', 'grade_predictions', 'wilson', 'counted_verdict', 'rate_table', 'authors_verdicts', 'explain',
-           'agreement']
+__all__ = ['eval_state_predictions', 'read_predictions', 'grade_predictions', 'wilson', 'counted_verdict', 'rate_table',
+           'authors_verdicts', 'explain', 'agreement']
 
 # %% ../../nbs/grading/04d_regrade.ipynb #c7ef4c7c
-def read_predictions(path) -> dict:
-    "instance_id -> patch of a SWE-bench predictions file; `InfraError`-free: bad input raises `ValueError` in one sentence."
+def eval_state_predictions(data: dict, condition: str | None, model: str | None = None) -> dict:
+    "instance_id -> patch of one condition of an SWE-Bench-CL `eval_state.json` (the only model in it when `model` is None)."
+    runs = data["task_eval_progress"]
+    model = model or next(iter(runs))
+    if condition not in runs[model]:
+        raise ValueError(
+            f"this eval_state.json holds the conditions {', '.join(runs[model])}; pick one with --condition."
+        )
+    return {iid: v.get("model_patch") or "" for iid, v in runs[model][condition].items()}
+
+
+def read_predictions(path, condition: str | None = None) -> dict:
+    "instance_id -> patch of a SWE-bench predictions file or of an eval_state.json's `condition`; bad input: `ValueError`."
+    try:
+        data = json.loads(read_regular(path, "predictions file"))
+    except (ValueError, FileNotFoundError):  # JSON lines, not JSON or no file: the replay reader says which
+        data = None
+    if isinstance(data, dict) and "task_eval_progress" in data:
+        try:
+            return eval_state_predictions(data, condition)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
+        except (KeyError, TypeError, AttributeError, StopIteration) as e:
+            raise ValueError(f"{path} is not an eval_state.json ({e!r}).") from None
     try:
         replies, preds = read_replay(str(path))
     except ModelError as e:
@@ -53,7 +75,7 @@ def wilson(k: int, n: int, z: float = 1.959964) -> tuple:
 
 # %% ../../nbs/grading/04d_regrade.ipynb #f0e1d2c302
 def counted_verdict(r: dict) -> bool | None:
-    "Resolved as the rates count it (the attempts' rule, `metrics.attempts`); None when its label leaves it out."
+    "Resolved as the rates count it (`base.labels.as_counted`); None when its label leaves it out."
     return None if infra_label(r) else as_counted(r)["resolved"]
 
 # %% ../../nbs/grading/04d_regrade.ipynb #dc0b3f2f

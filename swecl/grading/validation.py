@@ -15,6 +15,7 @@ from tqdm.auto import tqdm
 
 from ..base.core import MAX_SMALL_BYTES, InputFileError, component_problem, package_file, read_regular
 from ..base.labels import Label
+from ..base.portable import machine_free
 from ..base.schema import Task
 from .evidence import known_defects
 from .gradecache import GradeCache
@@ -220,7 +221,7 @@ def harness_table(records: list) -> list:
 
 # %% ../../nbs/grading/04a_validation.ipynb #f8ab9d6e
 def gradable_record(records: list, dataset: str, note: str = "", tasks: list = ()) -> dict:
-    "The gradable ids of validation `records` (both policies behaved) and, for each other task (of `tasks` too), why not."
+    "The gradable ids of validation `records` (both policies behaved) and, for each other task (of `tasks` too), why not (`machine_free`)."
     latest = {(r["instance_id"], r["policy"]): r for r in records}
     out = {"dataset": dataset, "note": note, "gradable": [], "other": {}}
     graded = {i for i, _ in latest}
@@ -243,7 +244,7 @@ def gradable_record(records: list, dataset: str, note: str = "", tasks: list = (
         label = "unexpected" if False in ok else bad.get("infra_reason")
         why = {k: bad.get(k) for k in ("policy", "error", "evidence")}
         out["other"][iid] = {"repo": bad["repo"], "label": label} | why
-    return out
+    return machine_free(out)
 
 # %% ../../nbs/grading/04a_validation.ipynb #67eb4eec
 GRADABLE_DIR = package_file("gradable")

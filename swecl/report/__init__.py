@@ -10,6 +10,7 @@ from ..base.lazy import lazy_names
 
 MODULES = (
     "parts",
+    "recorded",
     "results",
     "pipeline",
     "transfer",

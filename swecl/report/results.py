@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..base.core import package_file
 from ..base.labels import infra_label
 from ..base.schema import DatasetError
 from ..grading.validation import expected, load_gradable
@@ -29,15 +28,16 @@ from swecl.report.parts import (
     md_text,
     retrieval_figure,
 )
+from .recorded import regrade_section
 from ..runs import poisoning
 from ..tasks import datasets
 
 # %% auto #0
-__all__ = ['RETRIEVAL_COLUMNS', 'RETRIEVAL_KEYS', 'CELL_KEYS', 'MAX_HEATMAPS', 'TABLE3_COLUMNS', 'RECORDED_REGRADES',
-           'validation_gradings', 'validation_counts', 'validation_section', 'retrieval_table', 'retrieval_section',
-           'cell_config', 'load_results', 'infra_section', 'no_model_notes', 'coverage', 'describe_runs',
-           'run_coverage', 'cl_section', 'curves_section', 'paired_table', 'paired_section', 'table3_section',
-           'agent_sections', 'authors_drift', 'run_drift', 'drift_section', 'regrade_section', 'results_sections']
+__all__ = ['RETRIEVAL_COLUMNS', 'RETRIEVAL_KEYS', 'CELL_KEYS', 'MAX_HEATMAPS', 'TABLE3_COLUMNS', 'validation_gradings',
+           'validation_counts', 'validation_section', 'retrieval_table', 'retrieval_section', 'cell_config',
+           'load_results', 'infra_section', 'no_model_notes', 'coverage', 'describe_runs', 'run_coverage', 'cl_section',
+           'curves_section', 'paired_table', 'paired_section', 'table3_section', 'agent_sections', 'authors_drift',
+           'run_drift', 'drift_section', 'results_sections']
 
 # %% ../../nbs/report/12a_report_results.ipynb #d656fb84
 def _validation_file(f: Path) -> tuple[list, str]:
@@ -410,31 +410,12 @@ def drift_section(out: Path, results: Path) -> Section | None:
         files,
     )
 
-# %% ../../nbs/report/12a_report_results.ipynb #85c76110
-RECORDED_REGRADES = package_file("regrade")  # re-gradings measured by swecl and kept with it
-
-# %% ../../nbs/report/12a_report_results.ipynb #720d0823
-def _regrade_part(f: Path) -> str:
-    "The subsection of one re-grading file: its title, note and rates, the agreement and every disagreement."
-    d = json.loads(f.read_text())
-    part = [f"### {md_text(d['title'])}", md_text(d["note"]), md_table(pd.DataFrame(d["rates"]))]
-    if d.get("agreement"):
-        part += ["Agreement with the recorded verdicts:", md_table(pd.DataFrame(d["agreement"]))]
-    if d.get("disagreements"):
-        part += ["Each disagreement, with what swecl's record shows:", md_table(pd.DataFrame(d["disagreements"]))]
-    return "\n\n".join(part)
-
-# %% ../../nbs/report/12a_report_results.ipynb #7c242895
-def regrade_section(results: Path, recorded: Path = RECORDED_REGRADES) -> Section | None:
-    "A subsection per `regrade-*.json` in `results` (written by `swecl regrade --json`), and per one kept with swecl."
-    files = sorted(Path(results).glob("regrade-*.json")) + sorted(Path(recorded).glob("*.json"))
-    parts = [_regrade_part(f) for f in files]
-    return Section("Recorded runs graded by swecl", "\n\n".join(parts)) if parts else None
-
 # %% ../../nbs/report/12a_report_results.ipynb #17cbd59c
 def results_sections(out: Path, results: Path, n_resamples: int = 1000) -> list:
-    "Every results section of the report, in order, without the empty ones."
+    "Every results section of the report, in order, without the empty ones; recorded runs first when no model ran."
     out, results = Path(out), Path(results)
-    secs = [validation_section(out, results), regrade_section(results), retrieval_section(out, results)]
-    secs += agent_sections(out, results, n_resamples) + [drift_section(out, results)]
+    agents, recorded = agent_sections(out, results, n_resamples), regrade_section(results)
+    no_model = [s.title for s in agents] == ["Agent results"]  # the one line that says why there are none
+    secs = [recorded] * no_model + [validation_section(out, results)] + [recorded] * (not no_model)
+    secs += [retrieval_section(out, results)] + agents + [drift_section(out, results)]
     return [s for s in secs if s is not None]
