@@ -90,6 +90,7 @@ REGRADE_ARGS = (
         "--condition",
         help="the condition (memory_disabled, memory_enabled) of an eval_state.json given as --predictions or --authors",
     ),
+    arg("--source", help="where the predictions come from, in words (a repository and commit, a paper): the report shows it"),
     arg("--run", help="the recorded run these predictions belong to: the report compares two conditions of one run"),
     arg("--gradable", metavar="JSON", help="count only these tasks (default: the set kept with swecl for the dataset)"),
     arg("--sequences", nargs="*", help="only these sequences: an id, a repository or its short name"),
@@ -159,4 +160,5 @@ def cmd_regrade(a):
     print(text)
     write_text(a.out, text) if a.out else None
     run = {"run": a.run, "condition": a.condition} if a.run else {}
-    write_json(a.json, {"title": a.title, "note": note} | run | {"records": machine_free(records)} | tables)
+    about = {"title": a.title, "note": note, "dataset": a.dataset} | ({"source": a.source} if a.source else {})
+    write_json(a.json, about | run | {"records": machine_free(records)} | tables)
