@@ -90,7 +90,10 @@ REGRADE_ARGS = (
         "--condition",
         help="the condition (memory_disabled, memory_enabled) of an eval_state.json given as --predictions or --authors",
     ),
-    arg("--source", help="where the predictions come from, in words (a repository and commit, a paper): the report shows it"),
+    arg(
+        "--source",
+        help="where the predictions come from, in words (a repository and commit, a paper): the report shows it",
+    ),
     arg("--run", help="the recorded run these predictions belong to: the report compares two conditions of one run"),
     arg("--gradable", metavar="JSON", help="count only these tasks (default: the set kept with swecl for the dataset)"),
     arg("--sequences", nargs="*", help="only these sequences: an id, a repository or its short name"),

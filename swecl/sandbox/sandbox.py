@@ -43,6 +43,14 @@ from swecl.sandbox.isolation import (
     stale_mounts,
     unmount,
 )
+from swecl.sandbox.testbeds import (
+    close_view,
+    installed,
+    mark_installed,
+    open_view,
+    prepare,
+    testbed_key,
+)
 from ..tasks.repos import SAFE_GIT, export_tree, find_repo, git
 
 # %% auto #0
@@ -77,11 +85,17 @@ class LocalSession:
     kind = "local"
     absent: list = []  # set by `LocalSandbox.open`; never mutated
 
-    def __init__(self, root: Path, env: Env, limits: Limits, unsafe=False, task: Task | None = None, disk_cap="watch"):
+    def __init__(
+        self, root: Path, env: Env, limits: Limits, unsafe=False, task: Task | None = None, disk_cap="watch", view=None,
+        base: str | None = None,
+    ):  # fmt: skip
         self.root, self.testbed, self.env, self.limits = root, root / "testbed", env, limits
         self.unsafe, self.task, self.closed, self.disk_cap = unsafe, task, False, disk_cap
-        self.base = git(self.testbed, "rev-parse", "HEAD").strip()
-        chown_tree(self.testbed, sandbox_uid())
+        self.view = view  # None: exported for this session; 'overlay' or 'copy': a prepared testbed's view
+        # a view is the sandbox user's tree: the harness never runs git in it, its base was recorded when it was made
+        self.base = base or git(self.testbed, "rev-parse", "HEAD").strip()
+        if view is None:  # a prepared copy is the sandbox user's already (chowning an overlay would copy it all up)
+            chown_tree(self.testbed, sandbox_uid())
         self.watch = DiskWatch(self.testbed, limits.disk_mb << 20) if disk_cap == "watch" else None
 
     def __enter__(self):
@@ -109,10 +123,11 @@ def run(
 # %% ../../nbs/sandbox/03_sandbox.ipynb #1a5057c0
 @patch
 def close(self: LocalSession):
-    "Remove the working copy (unmounting its tmpfs first); closing twice is harmless."
+    "Remove the working copy (unmounting its view and its tmpfs first); closing twice is harmless."
     if self.closed:
         return
     self.closed = True
+    close_view(self.root, self.view)
     if self.disk_cap == "tmpfs":
         unmount(self.root)
     shutil.rmtree(self.root, ignore_errors=True)
@@ -248,7 +263,9 @@ class LocalSandbox:
 
     kind = "local"
 
-    def __init__(self, mirrors=None, limits: Limits | None = None, unsafe=False, workdir=None, compat=False):
+    def __init__(
+        self, mirrors=None, limits: Limits | None = None, unsafe=False, workdir=None, compat=False, testbeds=True
+    ):
         if not unsafe and not bwrap_path():
             raise SandboxError(
                 "bubblewrap (bwrap) is not installed, so commands cannot be isolated; install it (apt-get install "
@@ -257,6 +274,7 @@ class LocalSandbox:
             )
         self.mirrors = [m for m in (mirrors or []) + [os.environ.get("SWECL_REPO_MIRROR")] if m]
         self.limits, self.unsafe, self.compat = limits or Limits(), unsafe, compat
+        self.testbeds = testbeds  # keep each task's set-up working copy and open views of it (`sandbox.testbeds`)
         self.workdir = Path(workdir or tempfile.gettempdir())
         _clear_stale_mounts()
 
@@ -286,16 +304,51 @@ def _prepare(self: LocalSandbox, task: Task, root: Path, cap: str, install: bool
     env = self.env_for(task)
     if not self.unsafe and (why := cgroup_setup()[1]):  # said once as a warning; every session's notes say it too
         env.notes = env.notes + [f"memory capped per process (rlimits), not per command: {why}"]
+    if self.testbeds:
+        key = testbed_key(task, env, install)
+        p = prepare(key, lambda folder: self._set_up(task, env, folder, key, install))
+        return self._open_view(task, env, root, cap, key, p, install)
     absent = export_tree(find_repo(task.repo, self.mirrors), task.base_commit, root / "testbed", self.mirrors)
     s = LocalSession(root, env, self.limits, self.unsafe, task, cap)
     s.absent = absent
     if cap == "tmpfs":
         MOUNTED.add(s)
-    if install and (r := s.install()) is not None:
-        if r.exit_code:
-            msg = f"The install step of {task.instance_id} failed ({env.install}): {r.output.strip()[-300:]}"
-            raise SandboxError(msg, Label.INSTALL, r.output)
-        s.commit_setup()
+    if install:
+        _install(s, testbed_key(task, env, install), pre=True)
+    return s
+
+# %% ../../nbs/sandbox/03_sandbox.ipynb #7b1e0a02
+def _install(s: LocalSession, key: str, pre: bool):
+    "Run the install step (with the pre-install edits when `pre`), commit the setup and record it in the env."
+    if (r := s.install(pre=pre)) is None:
+        return
+    if r.exit_code:
+        msg = f"The install step of {s.task.instance_id} failed ({s.env.install}): {r.output.strip()[-300:]}"
+        raise SandboxError(msg, Label.INSTALL, r.output)
+    s.commit_setup()
+    mark_installed(s.env, key)
+
+
+@patch
+def _set_up(self: LocalSandbox, task: Task, env: Env, folder: Path, key: str, install: bool) -> dict:
+    "Export `task` into `folder/testbed` and run its install steps there: a testbed to prepare; what to record with it."
+    absent = export_tree(find_repo(task.repo, self.mirrors), task.base_commit, folder / "testbed", self.mirrors)
+    s = LocalSession(folder, env, self.limits, self.unsafe, task)  # never closed: its folder is the prepared copy
+    if install:
+        _install(s, key, pre=True)
+    return {"instance_id": task.instance_id, "absent": absent, "base": s.base, "uid": sandbox_uid()}
+
+# %% ../../nbs/sandbox/03_sandbox.ipynb #7b1e0a03
+@patch
+def _open_view(self: LocalSandbox, task: Task, env: Env, root: Path, cap: str, key: str, p, install: bool):
+    "A session on a view of the prepared working copy `p`, its install step run again when the env needs it."
+    view = open_view(p, root)
+    s = LocalSession(root, env, self.limits, self.unsafe, task, cap, view=view, base=p.meta["base"])
+    s.absent = list(p.meta.get("absent", []))
+    if cap == "tmpfs":
+        MOUNTED.add(s)
+    if install and env.install and installed(env) != key:
+        _install(s, key, pre=False)
     return s
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #191c789e
@@ -308,6 +361,8 @@ def open(self: LocalSandbox, task: Task, install: bool = True) -> LocalSession:
     try:
         return self._prepare(task, root, cap, install)
     except Exception:  # a session that cannot be prepared leaves nothing behind
+        if os.path.ismount(root / "testbed"):
+            unmount(root / "testbed")
         if cap == "tmpfs":
             unmount(root)
         shutil.rmtree(root, ignore_errors=True)
