@@ -9,6 +9,7 @@ from tabulate import tabulate
 
 from ..base.schema import DatasetError
 from .base import UsageError, arg, command, write_json
+from .tasks import COMPAT_HELP
 from ..runs import bench
 from ..sandbox.sandboxes import sandbox_for
 from ..tasks import datasets
@@ -41,11 +42,14 @@ def memory_bench(a) -> dict:
 BENCH_ARGS = (
     arg(
         "what",
-        choices=["sandbox", "memory"],
-        help="sandbox: a sandbox's setup time against a fresh clone + venv; memory: the store and the embedders",
+        choices=["sandbox", "grading", "memory"],
+        help="sandbox: a sandbox's setup time against a fresh clone + venv; grading: gold and empty graded without "
+        "prepared testbeds, then with them cold and warm; memory: the store and the embedders",
     ),
     arg("--dataset", default="mini", help="bench sandbox: the tasks to set up; a short name or a file"),
     arg("--sequences", nargs="*", help="bench sandbox: only these sequences (an id, a repository or its short name)"),
+    arg("--instances", nargs="*", help="bench sandbox or grading: only these instance ids"),
+    arg("--compat", action="store_true", help=COMPAT_HELP),
     arg(
         "--sandbox",
         choices=["local", "docker"],
@@ -67,7 +71,17 @@ def cmd_bench(a):
     if a.what == "memory":
         write_json(a.json, memory_bench(a))
         return
-    b, tasks = load_tasks(a.dataset, sequences=a.sequences)
+    b, tasks = load_tasks(a.dataset, a.instances, sequences=a.sequences)
+    if a.what == "grading":
+        r = bench.bench_testbeds(tasks[: a.n] if a.n else tasks, sandbox_for("local", b).mirrors, a.compat)
+        cols = ["instance_id"] + [f"{k}_{p}_s" for k in ("old", "warm") for p in bench.PHASES] + ["speedup", "agree"]
+        print(tabulate([{c: t[c] for c in cols} for t in r["tasks"]], headers="keys", tablefmt="github"))
+        print(
+            f"\n{r['n']} tasks, {r['agreeing']} with the same verdicts on every path. Median seconds "
+            + ", ".join(f"{k}: setup {r[f'median_{k}_setup_s']}, total {r[f'median_{k}_total_s']}" for k in ("old", "cold", "warm"))
+            + f"; warm total minus tests {r['median_warm_overhead_s']} s."
+        )  # fmt: skip
+        return write_json(a.json, r)
     if a.sandbox == "docker":
         r = bench.bench_grading(
             tasks[: a.n] if a.n else tasks, {"local": sandbox_for("local", b), "docker": sandbox_for("docker", b)}

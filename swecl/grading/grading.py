@@ -440,7 +440,7 @@ def grade(task: Task, patch: str, sandbox, log_dir=None, reject_test_edits: bool
     g, t0, logs = Grade(task.instance_id), time.time(), []
     try:
         try:
-            s = sandbox.open(task)  # set up as SWE-bench's instance image: pre_install, install, committed
+            s = sandbox.open(task, reinstalls=True)  # set up as SWE-bench's instance image (prepare_tests installs)
         except SandboxError as e:
             logs.append(f"$ open session\n{e}\n{e.output}")
             return mark_infra(g, e.reason, str(e))

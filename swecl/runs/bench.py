@@ -21,10 +21,11 @@ from ..envs.envs import copy_dists, dist_closure
 from ..grading.grading import grade
 from ..memory.memory import MemoryStore, make_embedder
 from ..sandbox.sandbox import LocalSandbox
+from ..sandbox.testbeds import forget, testbed_key
 from ..tasks.repos import find_repo, git
 
 # %% auto #0
-__all__ = ['bench_sandbox', 'bench_grading', 'bench_memory']
+__all__ = ['PHASES', 'bench_sandbox', 'bench_grading', 'bench_testbeds', 'bench_memory']
 
 # %% ../../nbs/runs/14_bench.ipynb #5b523032
 def _median(xs):
@@ -91,6 +92,41 @@ def bench_grading(tasks: list, sandboxes: dict, progress: bool = True) -> dict:
         for what in ("setup", "tests")
     }
     return {"tasks": rows, "n": len(rows), "agreeing": sum(len(set(v)) == 1 for v in verdicts)} | medians
+
+# %% ../../nbs/runs/14_bench.ipynb #7b1e0b02
+PHASES = ("setup", "install", "tests", "total")
+
+
+def _graded(task, sandbox) -> dict:
+    "Median seconds per phase of grading `task`'s gold and empty patches in `sandbox`, and the two verdicts."
+    gs = [grade(task, patch, sandbox) for patch in (task.patch, "")]
+    row = {p: round(_median([g.seconds.get(p) or 0.0 for g in gs]), 3) for p in PHASES}
+    return row | {"verdicts": [g.infra_reason or ("resolved" if g.resolved else "unresolved") for g in gs]}
+
+
+def bench_testbeds(tasks: list, mirrors: list, compat: bool = False, progress: bool = True) -> dict:
+    "Per task, grading seconds by phase on the old path, with testbeds cold and warm; medians and the speed-up."
+    old = LocalSandbox(mirrors, compat=compat, testbeds=False)
+    new = LocalSandbox(mirrors, compat=compat)
+    rows = []
+    for t in tqdm(tasks, desc="bench testbeds", disable=not progress, unit="task"):
+        forget(testbed_key(t, new.env_for(t), True))  # cold: prepared by the first grading below
+        runs = {"old": _graded(t, old), "cold": _graded(t, new), "warm": _graded(t, new)}
+        row = {"instance_id": t.instance_id} | {f"{k}_{p}_s": r[p] for k, r in runs.items() for p in PHASES}
+        row["agree"] = len({tuple(r["verdicts"]) for r in runs.values()}) == 1
+        rows.append(
+            row | {"speedup": round(row["old_total_s"] / row["warm_total_s"], 1) if row["warm_total_s"] else None}
+        )
+    med = {
+        f"median_{k}_{p}_s": round(_median([r[f"{k}_{p}_s"] for r in rows]), 3)
+        for k in ("old", "cold", "warm")
+        for p in PHASES
+    }
+    warm_over = _median([r["warm_total_s"] - r["warm_tests_s"] for r in rows])
+    return {"tasks": rows, "n": len(rows), "agreeing": sum(r["agree"] for r in rows)} | med | {
+        "median_warm_overhead_s": round(warm_over, 3),
+        "target": "warm setup median <= 1.0 s; warm total <= tests + 2 s at the median",
+    }  # fmt: skip
 
 # %% ../../nbs/runs/14_bench.ipynb #f9caa83a
 def _pct(xs, p):

@@ -355,7 +355,7 @@ def image_for(self: DockerSandbox, task: Task) -> tuple[str, Env]:
 
 # %% ../../nbs/sandbox/03n_docker_sandbox.ipynb #272a3aa8
 @patch
-def open(self: DockerSandbox, task: Task, install: bool = True) -> DockerSession:
+def open(self: DockerSandbox, task: Task, install: bool = True, reinstalls: bool = False) -> DockerSession:
     "A fresh container of the task's image; the image holds the installed env and the setup commit already."
     image, env = self.image_for(task)
     try:

@@ -222,6 +222,7 @@ def install(self: LocalSession, pre: bool = True) -> RunResult | None:
         with FileLock(str(self.env.path) + ".install.lock"):
             if self.env.path.stat().st_uid != sandbox_uid():
                 chown_tree(self.env.path, sandbox_uid())
+            mark_installed(self.env, None)  # the env no longer holds a prepared copy's install (`_install` says whose)
             return self.run(self.env.install, writable_env=True)
 
     return install_steps(self, pre, step)
@@ -299,7 +300,7 @@ def _check_instance_id(task: Task):
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #986117ce
 @patch
-def _prepare(self: LocalSandbox, task: Task, root: Path, cap: str, install: bool) -> LocalSession:
+def _prepare(self: LocalSandbox, task: Task, root: Path, cap: str, install: bool, reinstalls=False) -> LocalSession:
     "A session in the empty folder `root`: working copy, environment and (when `install`) the committed install step."
     env = self.env_for(task)
     if not self.unsafe and (why := cgroup_setup()[1]):  # said once as a warning; every session's notes say it too
@@ -307,7 +308,7 @@ def _prepare(self: LocalSandbox, task: Task, root: Path, cap: str, install: bool
     if self.testbeds:
         key = testbed_key(task, env, install)
         p = prepare(key, lambda folder: self._set_up(task, env, folder, key, install))
-        return self._open_view(task, env, root, cap, key, p, install)
+        return self._open_view(task, env, root, cap, key, p, install and not reinstalls)
     absent = export_tree(find_repo(task.repo, self.mirrors), task.base_commit, root / "testbed", self.mirrors)
     s = LocalSession(root, env, self.limits, self.unsafe, task, cap)
     s.absent = absent
@@ -353,13 +354,15 @@ def _open_view(self: LocalSandbox, task: Task, env: Env, root: Path, cap: str, k
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #191c789e
 @patch
-def open(self: LocalSandbox, task: Task, install: bool = True) -> LocalSession:
+def open(self: LocalSandbox, task: Task, install: bool = True, reinstalls: bool = False) -> LocalSession:
     "A fresh session at `task.base_commit`; `install=False` skips the spec's pre_install and install steps."
+    # reinstalls: the caller runs the install step itself before the env is used (grading does, over the patched
+    # tree), so a view need not run it at open
     _check_instance_id(task)
     root = Path(tempfile.mkdtemp(prefix=f"swecl-{task.instance_id}-", dir=self.workdir))
     cap = disk_cap(root, self.limits.disk_mb)
     try:
-        return self._prepare(task, root, cap, install)
+        return self._prepare(task, root, cap, install, reinstalls)
     except Exception:  # a session that cannot be prepared leaves nothing behind
         if os.path.ismount(root / "testbed"):
             unmount(root / "testbed")

@@ -22,7 +22,7 @@ from .isolation import LIBC, as_root, sandbox_uid, unmount
 
 # %% auto #0
 __all__ = ['TESTBED_RECIPE', 'OVERLAY_UNSAFE', 'INSTALLED_MARK', 'testbed_key', 'Prepared', 'testbeds_dir', 'prepared',
-           'copy_tree', 'prepare', 'mount_overlay', 'open_view', 'close_view', 'installed', 'mark_installed',
+           'copy_tree', 'prepare', 'forget', 'mount_overlay', 'open_view', 'close_view', 'installed', 'mark_installed',
            'tree_digest']
 
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #083126b6
@@ -93,6 +93,13 @@ def prepare(key: str, build, where: Path | None = None) -> Prepared:
             shutil.rmtree(scratch, ignore_errors=True)
             raise
     return Prepared(where / key, meta)
+
+
+def forget(key: str, where: Path | None = None):
+    "Remove the prepared copy of `key` (the next session prepares it again); nothing when there is none."
+    where = where or testbeds_dir()
+    with FileLock(str(where / f"{key}.lock")):
+        shutil.rmtree(where / key, ignore_errors=True)
 
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #6d29248b
 OVERLAY_UNSAFE = set(",:=\\\n")  # characters that would change an overlay mount's options
