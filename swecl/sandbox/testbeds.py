@@ -26,7 +26,7 @@ __all__ = ['TESTBED_RECIPE', 'OVERLAY_UNSAFE', 'INSTALLED_MARK', 'testbed_key', 
            'tree_digest']
 
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #083126b6
-TESTBED_RECIPE = 1  # bump when what a prepared testbed holds changes: every older one is prepared again
+TESTBED_RECIPE = 2  # bump when what a prepared testbed holds changes: every older one is prepared again
 
 
 def testbed_key(task, env: Env, install: bool) -> str:

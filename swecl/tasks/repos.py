@@ -19,12 +19,15 @@ from ..base.core import SandboxError, cache_dir
 from ..base.labels import Label
 
 # %% auto #0
-__all__ = ['SAFE_GIT', 'GIT_IDENTITY', 'GITHUB_URL', 'MISSING_BLOB', 'git', 'git_dir', 'git_in', 'git_show', 'scm_version',
-           'mirror_candidates', 'find_repo', 'submodules', 'fill_submodules', 'extract_tree', 'tree_error',
-           'extract_partial', 'checkout_tree', 'export_tree']
+__all__ = ['NO_HOUSEKEEPING', 'SAFE_GIT', 'GIT_IDENTITY', 'GITHUB_URL', 'MISSING_BLOB', 'git', 'git_dir', 'git_in', 'git_show',
+           'scm_version', 'mirror_candidates', 'find_repo', 'submodules', 'fill_submodules', 'extract_tree',
+           'tree_error', 'extract_partial', 'checkout_tree', 'export_tree']
 
 # %% ../../nbs/tasks/03d_repos.ipynb #a02ad8bf
-SAFE_GIT = "git -c core.fsmonitor=false -c core.hooksPath=/dev/null -c diff.external= -c core.pager=cat"
+NO_HOUSEKEEPING = ("gc.auto=0", "maintenance.auto=false", "gc.autoDetach=false")
+SAFE_GIT = "git -c core.fsmonitor=false -c core.hooksPath=/dev/null -c diff.external= -c core.pager=cat " + " ".join(
+    f"-c {c}" for c in NO_HOUSEKEEPING
+)
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "swecl mini",
     "GIT_AUTHOR_EMAIL": "mini@swecl.invalid",
@@ -38,7 +41,8 @@ def git(cwd, *args, date=None, input=None) -> str:
     env = {**os.environ, **GIT_IDENTITY, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_SYSTEM": "/dev/null"}
     if date:
         env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
-    cmd = ["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", *args]
+    cmd = ["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false"]
+    cmd += [x for c in NO_HOUSEKEEPING for x in ("-c", c)] + list(args)
     r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, input=input)
     if r.returncode:
         raise RuntimeError(f"git {' '.join(args[:2])} failed in {cwd}: {r.stderr.strip()[:300]}")
@@ -212,6 +216,8 @@ def export_tree(gitdir: Path, commit: str, dest: Path, mirrors=()) -> list[str]:
     dest.mkdir(parents=True)
     absent = checkout_tree(gitdir, commit, dest, mirrors)
     git(dest, "init", "-q")
+    for setting in NO_HOUSEKEEPING:  # also for the git that code under test runs
+        git(dest, "config", *setting.split("="))
     git(dest, "add", "-A", "-f")
     git(dest, "commit", "-q", "--allow-empty", "-m", f"base {commit}", date="2000-01-01T00:00:00+00:00")
     return absent
