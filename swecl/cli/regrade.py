@@ -13,7 +13,7 @@ from tabulate import tabulate
 from ..base.core import InputFileError, read_regular
 from ..base.portable import machine_free
 from .base import UsageError, arg, command, write_json, write_text
-from .tasks import COMPAT_HELP, SANDBOX_HELP
+from .tasks import COMPAT_HELP, NO_TESTBEDS_HELP, SANDBOX_HELP
 from ..grading import regrade, validation
 from ..grading.grading import parse_log
 from ..grading.official import disagreement_evidence, official_log, read_official, test_differences, test_output
@@ -102,6 +102,7 @@ REGRADE_ARGS = (
     arg("--timeout", type="seconds", help="seconds per test run (default: 900)"),
     arg("--logs", help="keep each grading log under this folder"),
     arg("--compat", action="store_true", help=COMPAT_HELP),
+    arg("--no-testbeds", action="store_true", help=NO_TESTBEDS_HELP),
     arg("--merge", nargs="+", metavar="JSON", help="grade nothing: the records of earlier regrade --json files"),
     arg(
         "--title", default="Recorded predictions graded by swecl", help="the heading of --out and of the report section"
@@ -149,7 +150,7 @@ def cmd_regrade(a):
     if a.merge:
         records = [r for f in a.merge for r in saved_records(f)]
     else:
-        sandbox = sandbox_for(a.sandbox, b, compat=a.compat, timeout=a.timeout)
+        sandbox = sandbox_for(a.sandbox, b, compat=a.compat, timeout=a.timeout, testbeds=not a.no_testbeds)
         records = regrade.grade_predictions(tasks, preds, sandbox, Path(a.logs) if a.logs else None)
     gradable, why = gradable_set(a.gradable, a.dataset)
     outside = len(set(preds) - {t.instance_id for t in b.tasks})

@@ -27,13 +27,14 @@ from ..tasks import datasets
 from ..tasks.selection import load_tasks
 
 # %% auto #0
-__all__ = ['COMPAT_HELP', 'SANDBOX_HELP', 'VALIDATE_ARGS', 'SANDBOX_ARGS', 'SOLVE_ARGS', 'ENVS_ARGS', 'read_records',
-           'timing_line', 'env_cache_line', 'validation_summary', 'validation_records', 'validation_tables',
-           'cmd_validate', 'cmd_sandbox', 'solve_summary', 'infra_line', 'solve_one', 'cmd_solve', 'gigabytes',
-           'status_table', 'cache_totals', 'env_list', 'prune_line', 'cmd_envs']
+__all__ = ['COMPAT_HELP', 'NO_TESTBEDS_HELP', 'SANDBOX_HELP', 'VALIDATE_ARGS', 'SANDBOX_ARGS', 'SOLVE_ARGS', 'ENVS_ARGS',
+           'read_records', 'timing_line', 'env_cache_line', 'validation_summary', 'validation_records',
+           'validation_tables', 'cmd_validate', 'cmd_sandbox', 'solve_summary', 'infra_line', 'solve_one', 'cmd_solve',
+           'gigabytes', 'status_table', 'cache_totals', 'env_list', 'prune_line', 'cmd_envs']
 
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #56557eb0
 COMPAT_HELP = "run in the env with the compatibility layer, which lets old test suites run on a newer host Python (the same env for every command given --compat, recorded with each result)"
+NO_TESTBEDS_HELP = "export and set up a working copy for every session instead of opening views of the task's prepared testbed (for a one-off grading of many tasks: nothing kept in the cache)"
 SANDBOX_HELP = "where commands run: local (bubblewrap, a one-commit working copy, no network), local-unsafe (no isolation) or docker (SWE-bench instance images)"
 
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #d8aba00d
@@ -104,7 +105,7 @@ def validation_records(a) -> tuple:
     b, tasks = load_tasks(a.dataset, a.instances, a.repos, a.sequences)
     policies = list(validation.POLICIES) if a.policy == "both" else [a.policy]
     sandbox, definition = (
-        sandbox_for(a.sandbox, b, compat=a.compat, timeout=a.timeout),
+        sandbox_for(a.sandbox, b, compat=a.compat, timeout=a.timeout, testbeds=not a.no_testbeds),
         validation.resolved_definition(b.name),
     )
     return validation.validate_policies(tasks, sandbox, policies, a.logs, definition=definition)
@@ -139,6 +140,7 @@ VALIDATE_ARGS = (
         help="grade nothing: join the records of earlier --json runs (later files win) into the table",
     ),
     arg("--compat", action="store_true", help=COMPAT_HELP),
+    arg("--no-testbeds", action="store_true", help=NO_TESTBEDS_HELP),
     arg("--gradable", metavar="JSON", help="write the gradable ids and, for each other task, its label and evidence"),
     arg(
         "--onto",
