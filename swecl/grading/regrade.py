@@ -17,7 +17,7 @@ from ..models.model_base import ModelError, read_replay
 
 # %% auto #0
 __all__ = ['eval_state_predictions', 'read_predictions', 'grade_predictions', 'wilson', 'counted_verdict', 'rate_table',
-           'authors_verdicts', 'explain', 'agreement']
+           'authors_verdicts', 'changes_nothing', 'explain', 'agreement']
 
 # %% ../../nbs/grading/04d_regrade.ipynb #c7ef4c7c
 def eval_state_predictions(data: dict, condition: str | None, model: str | None = None) -> dict:
@@ -116,9 +116,22 @@ def authors_verdicts(path, model: str | None = None, condition: str = "memory_di
         ) from None
     return {iid: bool(v) for s in seqs.values() for iid, v in s.items()}
 
+# %% ../../nbs/grading/04d_regrade.ipynb #7b1e0c02
+def changes_nothing(patch: str) -> bool:
+    "Whether a non-empty `patch` adds back, file by file, exactly the lines it removes, and creates or deletes no file."
+    files, cur = {}, None
+    for line in patch.splitlines():
+        if line.startswith(("new file mode", "deleted file mode", "rename from", "Binary files", "GIT binary patch")):
+            return False
+        if line.startswith("+++ ") or line.startswith("--- "):
+            cur = files.setdefault(line[4:].split("\t")[0].removeprefix("a/").removeprefix("b/"), ([], []))
+        elif cur is not None and line[:1] in "+-" and line[:1]:
+            cur[line[0] == "+"].append(line[1:].rstrip())
+    return bool(files) and all(sorted(rm) == sorted(add) for rm, add in files.values())
+
 # %% ../../nbs/grading/04d_regrade.ipynb #da24879f
-def explain(r: dict) -> str:
-    "What swecl's record shows about one grading."
+def explain(r: dict, patch: str | None = None) -> str:
+    "What swecl's record (and, given, the patch itself) shows about one grading."
     if r.get("suspicious"):
         return f"flagged, never counted resolved: {r['suspicious'][0][:120]}"
     if r.get("error"):
@@ -130,12 +143,14 @@ def explain(r: dict) -> str:
         return "the prediction is an empty patch"
     if not r["patch_applied"]:
         return "the patch does not apply at the base commit (git apply and patch both refused it)"
+    if patch and changes_nothing(patch):
+        return "applied, but the patch changes nothing: every line it removes, it adds back unchanged"
     if r.get("evidence"):
         return f"applied; the test run failed in the patched code: {r['evidence'][:120]}"
     return f"applied; FAIL_TO_PASS {r['f2p_passed']}/{r['f2p_total']}, PASS_TO_PASS {r['p2p_passed']}/{r['p2p_total']} passed"
 
 # %% ../../nbs/grading/04d_regrade.ipynb #47622f12
-def agreement(records: list, theirs: dict) -> tuple:
+def agreement(records: list, theirs: dict, preds: dict | None = None) -> tuple:
     "(rows per repository, disagreements): swecl's verdicts beside the recorded ones, on the tasks both graded."
     rows, disagree = {}, []
     for r in records:
@@ -161,5 +176,12 @@ def agreement(records: list, theirs: dict) -> tuple:
             row["agree"] += 1
             continue
         row["they resolved, we not" if t else "we resolved, they not"] += 1
-        disagree.append({"instance_id": r["instance_id"], "theirs": t, "ours": ours, "swecl's record": explain(r)})
+        disagree.append(
+            {
+                "instance_id": r["instance_id"],
+                "theirs": t,
+                "ours": ours,
+                "swecl's record": explain(r, (preds or {}).get(r["instance_id"])),
+            }
+        )
     return sorted(rows.values(), key=lambda r: r["repo"]), disagree
