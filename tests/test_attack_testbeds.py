@@ -36,7 +36,9 @@ LIMITS = Limits(timeout=60, cpu_seconds=60, memory_mb=1024, processes=64, disk_m
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="overlay views, tmpfs roots and the sandbox user need root")
 CLEAN = "git status --porcelain --ignored --untracked-files=all; git log --all --format=%H; git stash list"
-STATE = "find . -printf '%P %y %m %u %s\\n' | LC_ALL=C sort; cat .git/HEAD .git/config; ls -A .git/hooks .git/refs/*"
+# every entry's name, kind, mode, owner and (a file's) size; git's index is rewritten by `diff` (its `add -A`)
+LIST = r"-path ./.git/index -printf '%P\n' -o -type d -printf '%P d %m %u\n' -o -printf '%P %y %m %u %s\n'"
+STATE = f"find . {LIST} | LC_ALL=C sort; cat .git/HEAD .git/config; ls -A .git/hooks .git/refs/*"
 
 
 # --- helpers -----------------------------------------------------------------------------------------------------------
@@ -80,11 +82,13 @@ def prepared_of(task, env=None):
     return p
 
 
-def assert_clean(s, baseline: str):
+def assert_clean(s, baseline: str | None = None) -> str:
     "The session starts as the prepared copy: no diff, a clean status, only the base commit, the same files and .git."
     assert s.diff() == ""
     assert s.run(CLEAN).output == s.base + "\n"
-    assert s.run(STATE).output == baseline
+    state = s.run(STATE).output
+    assert baseline is None or state == baseline
+    return state
 
 
 def env_with_install(tmp_path, install: str):
@@ -159,10 +163,10 @@ def test_sandbox_user_cannot_change_the_prepared_copy_and_the_next_session_is_cl
     work.mkdir()
     sb = LocalSandbox([MIRROR], limits=LIMITS, workdir=work)
     with sb.open(TASK) as s:
-        baseline, p = s.run(STATE).output, prepared_of(TASK)
+        p = prepared_of(TASK)
         before = snapshot(p.testbed)
         assert s.view == view and s.base == p.meta["base"]
-        assert_clean(s, baseline)
+        baseline = assert_clean(s)
         attack(s, p.testbed)
         # the harness's own writes: through the sandbox's symlinks refused, into the view (and .git) allowed
         for link in ("abs-link", "rel-link", "dir-link/new.py"):
@@ -351,36 +355,43 @@ def test_the_harness_runs_no_git_in_a_view_and_keeps_the_recorded_base(tmp_path)
 # --- a malicious patch through real grading ------------------------------------------------------------------------------
 
 EVIL_INIT = """
-import os, subprocess
-P = {lower!r}
+import os, subprocess, warnings
+P, wrote = {lower!r}, []
 for target in (P + "/src/textkit/wrap.py", P + "/.git/config", "/testbed/.git/config"):
     try:
         open(target, "a").write("evil")
+        wrote.append(target)
     except OSError:
         pass
-subprocess.run(
+r = subprocess.run(
     "git -c user.name=a -c user.email=b commit -qam evil; git tag evil; git config core.hooksPath /tmp; "
     "ln -s " + P + " lower; echo x > lower/x; ln src/textkit/wrap.py hard; echo evil >> hard; "
-    "touch $'odd\\\\nname' 'c,o:m=ma'; chmod -R 000 .git/objects; (setsid sleep 321 &)",
-    shell=True, cwd="/testbed", executable="/bin/bash",
+    "touch $'odd\\\\nname' 'c,o:m=ma'; chmod -R 000 .git/objects; (setsid sleep 321 &); git log --oneline | wc -l",
+    shell=True, cwd="/testbed", executable="/bin/bash", capture_output=True, text=True,
 )
+warnings.warn("SWECL-PAYLOAD wrote=%s commits=%s" % (wrote, r.stdout.split()[-1:]))
 """
 
 
 @needs_root
 def test_a_malicious_patch_graded_leaves_the_prepared_copy_and_the_next_session_clean(tmp_path):
-    sb = LocalSandbox([MIRROR], limits=LIMITS, workdir=tmp_path)
+    work, logs = tmp_path / "work", tmp_path / "logs"
+    work.mkdir()
+    sb = LocalSandbox([MIRROR], limits=LIMITS, workdir=work)
     with sb.open(TASK) as s:
-        baseline, p = s.run(STATE).output, prepared_of(TASK)
-        before = snapshot(p.testbed)
+        p = prepared_of(TASK)
+        before, baseline = snapshot(p.testbed), assert_clean(s)
         s.run(f"cat >> src/textkit/__init__.py <<'EOF'\n{EVIL_INIT.format(lower=str(p.testbed))}\nEOF")
         s.run(f"ln -s {p.testbed}/src planted-link; touch 'we,ird:na=me'")
         patch = TASK.patch + s.diff()
     assert "planted-link" in patch and "subprocess" in patch
-    g = grade(TASK, patch, sb)
-    assert g.patch_applied and g.statuses, (g.notes, g.infra_reason)  # the control: it ran, with its payload
+    g = grade(TASK, patch, sb, log_dir=logs)
+    assert g.patch_applied and g.statuses, (g.notes, g.infra_reason)
+    log = Path(g.log_path).read_text()
+    # the control: the payload ran in the test run; it could write its own view's .git and commit there, no more
+    assert "SWECL-PAYLOAD wrote=['/testbed/.git/config'] commits=['2']" in log, log[-2000:]
     assert snapshot(p.testbed) == before
-    assert os.listdir(tmp_path) == [] and mounts_under(tmp_path) == []
+    assert os.listdir(work) == [] and mounts_under(work) == []
     assert subprocess.run(["pgrep", "-f", "sleep 321"], capture_output=True, text=True).stdout == ""
     with sb.open(TASK) as s2:
         assert_clean(s2, baseline)
