@@ -357,18 +357,19 @@ def test_the_harness_runs_no_git_in_a_view_and_keeps_the_recorded_base(tmp_path)
 EVIL_INIT = """
 import os, subprocess, warnings
 P, wrote = {lower!r}, []
+r = subprocess.run(
+    "git -c user.name=a -c user.email=b commit -qam evil; git tag evil; git config core.hooksPath /tmp; "
+    "ln -s " + P + " lower; echo x > lower/x; ln src/textkit/wrap.py hard; echo evil >> hard; "
+    "touch $'odd\\\\nname' 'c,o:m=ma'; (setsid sleep 321 >/dev/null 2>&1 &); git log --oneline | wc -l; "
+    "chmod -R 000 .git/objects",
+    shell=True, cwd="/testbed", executable="/bin/bash", capture_output=True, text=True,
+)
 for target in (P + "/src/textkit/wrap.py", P + "/.git/config", "/testbed/.git/config"):
     try:
         open(target, "a").write("evil")
         wrote.append(target)
     except OSError:
         pass
-r = subprocess.run(
-    "git -c user.name=a -c user.email=b commit -qam evil; git tag evil; git config core.hooksPath /tmp; "
-    "ln -s " + P + " lower; echo x > lower/x; ln src/textkit/wrap.py hard; echo evil >> hard; "
-    "touch $'odd\\\\nname' 'c,o:m=ma'; chmod -R 000 .git/objects; (setsid sleep 321 &); git log --oneline | wc -l",
-    shell=True, cwd="/testbed", executable="/bin/bash", capture_output=True, text=True,
-)
 warnings.warn("SWECL-PAYLOAD wrote=%s commits=%s" % (wrote, r.stdout.split()[-1:]))
 """
 
@@ -400,7 +401,19 @@ def test_a_malicious_patch_graded_leaves_the_prepared_copy_and_the_next_session_
 # --- defects: the env's install mark is a file the sandbox writes ------------------------------------------------------------
 
 # an install step like `pip install -e .`: runs the tree's setup.py (with the env writable), and a python
-INSTALL = "if [ -f setup.py ]; then python setup.py; fi; python -c pass; cp src/textkit/wrap.py /testenv/installed.py"
+INSTALL = (
+    "if [ -f setup.py ]; then python setup.py; fi && python -c pass && cp src/textkit/wrap.py /testenv/installed.py"
+)
+
+
+# where the install mark once lived, inside the env the sandbox can write during an install; the mark now lives beside
+# the env (`testbeds.installed_mark`), so what a patch plants here must change nothing
+PLANTED = ".swecl-installed"
+
+
+def test_the_install_mark_is_out_of_the_sandboxes_reach(tmp_path):
+    env = env_with_install(tmp_path, INSTALL)
+    assert not testbeds.installed_mark(env).resolve().is_relative_to(env.path.resolve())
 
 
 def patched_install(sb, env, setup_py: str, wrap: str | None = None):
@@ -413,11 +426,6 @@ def patched_install(sb, env, setup_py: str, wrap: str | None = None):
 
 
 @needs_root
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect: mark_installed (testbeds.py) writes env/.swecl-installed as root following a symlink the sandbox "
-    "made there (the env folder is the sandbox user's and writable during installs)",
-)
 def test_the_install_mark_is_not_written_through_a_sandbox_symlink(tmp_path, own_cache):
     victim = tmp_path / "host-file"
     victim.write_text("precious\n")
@@ -426,35 +434,30 @@ def test_the_install_mark_is_not_written_through_a_sandbox_symlink(tmp_path, own
     sb = sandbox_with(env, workdir=tmp_path)
     sb.open(TASK).close()  # prepared, and the env marked
     # the patch's setup.py leaves a .pth in the env: every later python there plants the symlink again
-    plant = f"import os\ntry:\n os.path.lexists('/testenv/{testbeds.INSTALLED_MARK}') or os.symlink({str(victim)!r}, '/testenv/{testbeds.INSTALLED_MARK}')\nexcept OSError:\n pass\n"
+    mark = f"/testenv/{PLANTED}"
+    plant = f"try:\n os.path.lexists({mark!r}) or os.symlink({str(victim)!r}, {mark!r})\nexcept OSError:\n pass\n"
+    pth = f"import os; exec({plant!r})\n"
     patched_install(
-        sb,
-        env,
-        f"import sysconfig\nopen(sysconfig.get_paths()['purelib'] + '/zz.pth', 'w').write('import os; exec({plant!r})')\n",
+        sb, env, f"import sysconfig\nopen(sysconfig.get_paths()['purelib'] + '/zz.pth', 'w').write({pth!r})\n"
     )
-    assert (env.path / testbeds.INSTALLED_MARK).is_symlink()  # planted (the control)
+    assert (env.path / PLANTED).is_symlink()  # planted (the control)
     with sb.open(TASK):  # the next session of the task installs again (the mark is not its key), as grading left it
         pass
     assert victim.read_text() == "precious\n"
 
 
 @needs_root
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect: installed() (testbeds.py) reads env/.swecl-installed without O_NONBLOCK or a regular-file check; "
-    "a FIFO the sandbox planted there during an install blocks the harness's next open",
-)
 def test_a_fifo_install_mark_does_not_hang_the_harness(tmp_path, own_cache):
     env = env_with_install(tmp_path, INSTALL)
     sb = sandbox_with(env, workdir=tmp_path)
     sb.open(TASK).close()
-    patched_install(sb, env, f"import os\nos.mkfifo('/testenv/{testbeds.INSTALLED_MARK}')\n")
-    fifo = env.path / testbeds.INSTALLED_MARK
+    patched_install(sb, env, f"import os\nos.mkfifo('/testenv/{PLANTED}')\n")
+    fifo = env.path / PLANTED
     assert stat.S_ISFIFO(fifo.lstat().st_mode)  # planted (the control)
     done = []
     t = threading.Thread(target=lambda: done.append(sb.open(TASK).close()), daemon=True)
     t.start()
-    t.join(10)
+    t.join(5)
     hung = t.is_alive()
     for _ in range(200):  # release the harness (a writer that closes at once: the reader sees the end)
         try:
@@ -469,11 +472,6 @@ def test_a_fifo_install_mark_does_not_hang_the_harness(tmp_path, own_cache):
 
 
 @needs_root
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect: _open_view (sandbox.py) skips the install when env/.swecl-installed names the task's key, and "
-    "that file is written by the sandbox user during a patched install: a later session keeps the patch's install",
-)
 def test_a_patched_install_cannot_forge_the_mark_and_skip_the_next_install(tmp_path, own_cache):
     env = env_with_install(tmp_path, INSTALL)
     sb = sandbox_with(env, workdir=tmp_path)
@@ -485,6 +483,6 @@ def test_a_patched_install_cannot_forge_the_mark_and_skip_the_next_install(tmp_p
     with sb.open(TASK) as s:
         assert s.run("cat /testenv/installed.py").output == base_wrap
     # the forgery: the patch's setup.py writes the task's key (computable from public data) into the mark
-    patched_install(sb, env, f"open('/testenv/{testbeds.INSTALLED_MARK}', 'w').write({key!r})\n", "EVIL = 1\n")
+    patched_install(sb, env, f"open('/testenv/{PLANTED}', 'w').write({key!r})\n", "EVIL = 1\n")
     with sb.open(TASK) as s:
         assert s.run("cat /testenv/installed.py").output == base_wrap

@@ -148,7 +148,8 @@ def cmd_regrade(a):
     theirs = recorded_verdicts(a)
     b, tasks = load_tasks(a.dataset, a.instances, None, a.sequences)
     if a.merge:
-        records = [r for f in a.merge for r in saved_records(f)]
+        # a task graded in several files: the last file's grading (a recheck given after the run it corrects)
+        records = list({r["instance_id"]: r for f in a.merge for r in saved_records(f)}.values())
     else:
         sandbox = sandbox_for(a.sandbox, b, compat=a.compat, timeout=a.timeout, testbeds=not a.no_testbeds)
         records = regrade.grade_predictions(tasks, preds, sandbox, Path(a.logs) if a.logs else None)

@@ -158,9 +158,10 @@ def read_file(self: LocalSession, path: str) -> str:
 @patch
 def write_file(self: LocalSession, path: str, text: str):
     p = self.host_path(path)
+    made = [d for d in (p.parent, *p.parent.parents) if not d.exists()]  # the folders this write creates
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(text)
-    chown_tree(p if p.parent == self.testbed else p.parent, sandbox_uid())  # a new folder and its file
+    chown_tree(made[-1] if made else p, sandbox_uid())  # only what this write made: a view's other files stay down
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #09ca4d93
 class PatchTooLarge(SandboxError):

@@ -21,8 +21,8 @@ from ..envs.envs import Env
 from .isolation import LIBC, as_root, sandbox_uid, unmount
 
 # %% auto #0
-__all__ = ['TESTBED_RECIPE', 'OVERLAY_UNSAFE', 'INSTALLED_MARK', 'testbed_key', 'Prepared', 'testbeds_dir', 'prepared',
-           'copy_tree', 'prepare', 'forget', 'mount_overlay', 'open_view', 'close_view', 'installed', 'mark_installed',
+__all__ = ['TESTBED_RECIPE', 'OVERLAY_UNSAFE', 'testbed_key', 'Prepared', 'testbeds_dir', 'prepared', 'copy_tree', 'prepare',
+           'forget', 'mount_overlay', 'open_view', 'close_view', 'installed_mark', 'installed', 'mark_installed',
            'tree_digest']
 
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #083126b6
@@ -135,20 +135,22 @@ def close_view(root: Path, view: str | None):
         unmount(root / "testbed")
 
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #b8836b5b
-INSTALLED_MARK = ".swecl-installed"  # in the environment's folder: the testbed key of its last install
+def installed_mark(env: Env) -> Path:
+    "The file that names the testbed last installed into `env`: beside the env's folder, which sessions can write."
+    return Path(env.path).with_name(Path(env.path).name + ".installed")
 
 
 def installed(env: Env) -> str | None:
     "The key of the prepared working copy last installed into `env`, or None."
     try:
-        return (Path(env.path) / INSTALLED_MARK).read_text().strip() or None
+        return installed_mark(env).read_text().strip() or None
     except OSError:
         return None
 
 
 def mark_installed(env: Env, key: str | None):
     "Record (or with None, forget) which working copy was last installed into `env`."
-    f = Path(env.path) / INSTALLED_MARK
+    f = installed_mark(env)
     if key is None:
         f.unlink(missing_ok=True)
     else:
