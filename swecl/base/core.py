@@ -30,7 +30,8 @@ __all__ = ['PROJECT_ROOT', 'PACKAGE_DATA', 'MAX_COMPONENT_BYTES', 'MAX_INPUT_BYT
            'JSONL_POLICIES', 'DIFF_HEADER', 'package_file', 'cache_dir', 'sha256_file', 'sha256_text', 'write_atomic',
            'component_problem', 'InfraError', 'EnvError', 'SandboxError', 'InputFileError', 'check_regular',
            'bounded_read', 'read_regular', 'yaml_nodes', 'load_yaml', 'append_jsonl', 'JsonlError', 'parse_jsonl',
-           'read_jsonl', 'config_diff', 'git_commit', 'ensure_manifest', 'diff_paths', 'iso_time', 'bootstrap_ci']
+           'read_jsonl', 'config_diff', 'git_commit', 'ensure_manifest', 'diff_paths', 'iso_time', 'bootstrap_ci',
+           'wilson']
 
 # %% ../../nbs/base/00_core.ipynb #03be6dbd
 _HERE = Path(__file__).resolve().parent.parent if "__file__" in globals() else Path.cwd().parent.parent / "swecl"
@@ -425,3 +426,12 @@ def bootstrap_ci(
     how = np.array([method] * lo.size, dtype=object)
     _mark_bounds(lo, hi, how, est, dist, level)
     return lo, hi, how
+
+# %% ../../nbs/base/00_core.ipynb #e96bde0e
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple:
+    "Wilson's score interval for k successes out of n (None, None when n is 0)."
+    if n == 0:
+        return None, None
+    p, z2 = k / n, z * z
+    centre, half = (p + z2 / (2 * n)) / (1 + z2 / n), z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return (0.0 if k == 0 else centre - half), (1.0 if k == n else centre + half)  # exact at the ends

@@ -15,7 +15,7 @@ import yaml
 # %% auto #0
 __all__ = ['LABELS_FILE', 'SIDES', 'COLUMNS', 'Label', 'TABLE_COLUMNS', 'GRADABLE_FILES', 'LabelRow', 'member_name',
            'read_labels', 'labels_markdown', 'gold_grades_here', 'label_side', 'excuses', 'stated_label', 'infra_label',
-           'patch_caused', 'counted_as', 'as_counted']
+           'patch_caused', 'counted_as', 'as_counted', 'counted_verdict']
 
 # %% ../../nbs/base/00a_labels.ipynb #8edb47106e1a46a883d545849b8ab81b
 LABELS_FILE = files("swecl") / "data" / "labels.yaml"
@@ -120,3 +120,8 @@ def counted_as(r: dict) -> str | None:
 def as_counted(r: dict) -> dict:
     "The record as the rates count it: not resolved when `counted_as` names a reason."
     return r | {"resolved": False, "f2p_resolved": False} if counted_as(r) else r
+
+# %% ../../nbs/base/00a_labels.ipynb #f0e1d2c302
+def counted_verdict(r: dict) -> bool | None:
+    "Resolved as the rates count it (`as_counted`); None when its label leaves it out."
+    return None if infra_label(r) else as_counted(r)["resolved"]

@@ -6,18 +6,17 @@
 from __future__ import annotations
 
 import json
-import math
 
 from tqdm.auto import tqdm
 
-from ..base.core import InputFileError, read_regular
-from ..base.labels import as_counted, infra_label
+from ..base.core import InputFileError, read_regular, wilson
+from ..base.labels import counted_verdict
 from .grading import grade
 from ..models.model_base import ModelError, read_replay
 
 # %% auto #0
-__all__ = ['eval_state_predictions', 'read_predictions', 'grade_predictions', 'wilson', 'counted_verdict', 'rate_table',
-           'authors_verdicts', 'changes_nothing', 'explain', 'agreement']
+__all__ = ['eval_state_predictions', 'read_predictions', 'grade_predictions', 'rate_table', 'authors_verdicts', 'changes_nothing',
+           'explain', 'agreement']
 
 # %% ../../nbs/grading/04d_regrade.ipynb #c7ef4c7c
 def eval_state_predictions(data: dict, condition: str | None, model: str | None = None) -> dict:
@@ -63,20 +62,6 @@ def grade_predictions(tasks: list, preds: dict, sandbox, log_dir=None, progress:
         statuses = {k: g.statuses.get(k, "no status") for k in t.FAIL_TO_PASS + t.PASS_TO_PASS}
         out.append({"policy": "model", "repo": t.repo, "empty_patch": empty} | g.record() | {"statuses": statuses})
     return out
-
-# %% ../../nbs/grading/04d_regrade.ipynb #e96bde0e
-def wilson(k: int, n: int, z: float = 1.959964) -> tuple:
-    "Wilson's score interval for k successes out of n (None, None when n is 0)."
-    if n == 0:
-        return None, None
-    p, z2 = k / n, z * z
-    centre, half = (p + z2 / (2 * n)) / (1 + z2 / n), z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return (0.0 if k == 0 else centre - half), (1.0 if k == n else centre + half)  # exact at the ends
-
-# %% ../../nbs/grading/04d_regrade.ipynb #f0e1d2c302
-def counted_verdict(r: dict) -> bool | None:
-    "Resolved as the rates count it (`base.labels.as_counted`); None when its label leaves it out."
-    return None if infra_label(r) else as_counted(r)["resolved"]
 
 # %% ../../nbs/grading/04d_regrade.ipynb #dc0b3f2f
 def rate_table(records: list, gradable: set | None = None) -> list:

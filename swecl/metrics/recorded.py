@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..grading.regrade import counted_verdict, wilson
+from ..base.core import wilson
+from ..base.labels import counted_verdict
 from .metrics import mcnemar_exact, paired_bootstrap
 
 # %% auto #0

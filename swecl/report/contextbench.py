@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..base.core import package_file
-from ..grading.regrade import wilson
+from ..base.core import package_file, wilson
 from ..grading.validation import load_gradable
 from .parts import Section, md_table
 

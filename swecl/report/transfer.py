@@ -12,8 +12,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..base.core import wilson
 from ..base.labels import infra_label
-from ..grading.regrade import wilson
 from ..metrics.attempts import read_attempts
 from ..metrics.metrics import paired_bootstrap
 from ..models.model_base import model_spec
