@@ -43,14 +43,7 @@ from swecl.sandbox.isolation import (
     stale_mounts,
     unmount,
 )
-from swecl.sandbox.testbeds import (
-    close_view,
-    installed,
-    mark_installed,
-    open_view,
-    prepare,
-    testbed_key,
-)
+from .testbeds import close_view, installed, mark_installed, open_view, prepare, testbed_key
 from ..tasks.repos import SAFE_GIT, export_tree, find_repo, git
 
 # %% auto #0
