@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import io
 import os
 import shutil
@@ -270,19 +271,25 @@ class LocalSandbox:
         self.mirrors = [m for m in (mirrors or []) + [os.environ.get("SWECL_REPO_MIRROR")] if m]
         self.limits, self.unsafe, self.compat = limits or Limits(), unsafe, compat
         self.testbeds = testbeds  # keep each task's set-up working copy and open views of it (`sandbox.testbeds`)
+        self.envs = {}  # (instance id, repo, base commit, version) -> its Env, found once
         self.workdir = Path(workdir or tempfile.gettempdir())
         _clear_stale_mounts()
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #bf6f34db
 @patch
 def env_for(self: LocalSandbox, task: Task) -> Env:
-    "The task's environment: the mini benchmark's own, or one built from the SWE-bench spec."
-    if task.repo.startswith("swecl-mini/"):
-        return mini_env(task.version or "0.1")
-    try:
-        return swebench_env(task, find_repo(task.repo, self.mirrors), compat=self.compat)
-    except EnvError as e:
-        raise SandboxError(str(e), e.reason) from None
+    "The task's environment: the mini benchmark's own, or one built from the SWE-bench spec (looked up once per task)."
+    key = (task.instance_id, task.repo, task.base_commit, task.version)
+    if key not in self.envs:  # finding a built env runs git and reads manifests: a second each time otherwise
+        if task.repo.startswith("swecl-mini/"):
+            self.envs[key] = mini_env(task.version or "0.1")
+        else:
+            try:
+                self.envs[key] = swebench_env(task, find_repo(task.repo, self.mirrors), compat=self.compat)
+            except EnvError as e:
+                raise SandboxError(str(e), e.reason) from None
+    env = self.envs[key]
+    return dataclasses.replace(env, notes=list(env.notes))  # a session adds notes to its own copy
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #b421763c
 def _check_instance_id(task: Task):
