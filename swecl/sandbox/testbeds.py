@@ -18,12 +18,12 @@ from filelock import FileLock
 
 from ..base.core import cache_dir, sha256_file, sha256_text
 from ..envs.envs import Env
-from .isolation import LIBC, as_root, sandbox_uid, unmount
+from .isolation import LIBC, as_root, sandbox_uid, tree_bytes, unmount
 
 # %% auto #0
-__all__ = ['TESTBED_RECIPE', 'OVERLAY_UNSAFE', 'testbed_key', 'Prepared', 'testbeds_dir', 'prepared', 'copy_tree', 'prepare',
-           'forget', 'mount_overlay', 'open_view', 'close_view', 'installed_mark', 'installed', 'mark_installed',
-           'tree_digest']
+__all__ = ['TESTBED_RECIPE', 'TESTBEDS_MAX_GB', 'OVERLAY_UNSAFE', 'testbed_key', 'Prepared', 'testbeds_dir', 'prepared',
+           'testbeds_max_bytes', 'prune', 'copy_tree', 'prepare', 'forget', 'mount_overlay', 'open_view', 'close_view',
+           'installed_mark', 'installed', 'mark_installed', 'tree_digest']
 
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #083126b6
 TESTBED_RECIPE = 2  # bump when what a prepared testbed holds changes: every older one is prepared again
@@ -66,6 +66,39 @@ def prepared(key: str, where: Path | None = None) -> Prepared | None:
     os.utime(folder)  # last use, for pruning least recently used first
     return Prepared(folder, meta)
 
+# %% ../../nbs/sandbox/03q_testbeds.ipynb #7b1e0f02
+TESTBEDS_MAX_GB = 20  # the default bound of the testbed cache, in GiB
+
+
+def testbeds_max_bytes() -> int:
+    "The testbed cache's bound: `$SWECL_TESTBEDS_MAX_GB` GiB, else `TESTBEDS_MAX_GB`."
+    gb = os.environ.get("SWECL_TESTBEDS_MAX_GB")
+    try:
+        return int(float(gb if gb else TESTBEDS_MAX_GB) * (1 << 30))
+    except ValueError:
+        raise ValueError(
+            f"SWECL_TESTBEDS_MAX_GB={gb!r} is not a number of gigabytes; set it to one (e.g. 20)."
+        ) from None
+
+
+def prune(where: Path, keep: str | None = None, max_bytes: int | None = None) -> list:
+    "Remove the least recently used prepared copies until `where` holds at most `max_bytes`; the keys removed."
+    limit = testbeds_max_bytes() if max_bytes is None else max_bytes
+    entries = []
+    for m in where.glob("*/meta.json"):
+        try:
+            entries.append((m.parent.stat().st_mtime, m.parent.name, json.loads(m.read_text()).get("bytes", 0)))
+        except (OSError, ValueError):
+            continue
+    total, removed = sum(b for _, _, b in entries), []
+    for _, key, size in sorted(entries):
+        if total <= limit:
+            break
+        if key != keep:
+            forget(key, where)
+            total, removed = total - size, removed + [key]
+    return removed
+
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #be75a82c
 def copy_tree(src: Path, dest: Path):
     "`src` copied to the new folder `dest` with owners, modes and links (copy-on-write where the file system can)."
@@ -86,12 +119,14 @@ def prepare(key: str, build, where: Path | None = None) -> Prepared:
         try:
             os.chmod(scratch, 0o700)
             meta = build(scratch) | {"key": key, "made": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            meta["bytes"] = tree_bytes(scratch / "testbed")
             (scratch / "meta.json").write_text(json.dumps(meta, indent=1))
             shutil.rmtree(where / key, ignore_errors=True)  # a broken entry (no meta) is replaced
             os.rename(scratch, where / key)
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)
             raise
+    prune(where, keep=key)
     return Prepared(where / key, meta)
 
 
