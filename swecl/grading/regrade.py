@@ -110,7 +110,7 @@ def changes_nothing(patch: str) -> bool:
             return False
         if line.startswith("+++ ") or line.startswith("--- "):
             cur = files.setdefault(line[4:].split("\t")[0].removeprefix("a/").removeprefix("b/"), ([], []))
-        elif cur is not None and line[:1] in "+-" and line[:1]:
+        elif cur is not None and line[:1] in ("+", "-"):
             cur[line[0] == "+"].append(line[1:].rstrip())
     return bool(files) and all(sorted(rm) == sorted(add) for rm, add in files.values())
 

@@ -44,7 +44,7 @@ def paired_parts(files: list) -> list:
         if len(conds) != 2:
             continue
         (na, a), (nb, b) = sorted(conds.items())
-        gradable = load_gradable(a.get("dataset") or "swe-bench-cl")
+        gradable = load_gradable(a["dataset"]) if a.get("dataset") else None  # no dataset named: none assumed
         ids = set(gradable["gradable"]) if gradable else None
         rows = paired_conditions(a["records"], b["records"], (na, nb), ids)
         what = f"the {len(ids)} tasks that grade here" if ids else "every task graded"

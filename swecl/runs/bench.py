@@ -25,7 +25,7 @@ from ..sandbox.testbeds import forget, testbed_key
 from ..tasks.repos import find_repo, git
 
 # %% auto #0
-__all__ = ['PHASES', 'bench_sandbox', 'bench_grading', 'bench_testbeds', 'bench_memory']
+__all__ = ['PHASES', 'bench_sandbox', 'verdict_word', 'bench_grading', 'bench_testbeds', 'bench_memory']
 
 # %% ../../nbs/runs/14_bench.ipynb #5b523032
 def _median(xs):
@@ -75,6 +75,11 @@ def bench_sandbox(tasks: list, sandbox: LocalSandbox, baseline: bool = True, pro
     }
 
 # %% ../../nbs/runs/14_bench.ipynb #e4701ece
+def verdict_word(g) -> str:
+    "A grading's verdict in one word: its infrastructure label, else resolved or unresolved."
+    return g.infra_reason or ("resolved" if g.resolved else "unresolved")
+
+
 def bench_grading(tasks: list, sandboxes: dict, progress: bool = True) -> dict:
     "Per task and sandbox (name -> sandbox): setup and test seconds of grading the gold patch, and the verdicts."
     rows = []
@@ -83,7 +88,7 @@ def bench_grading(tasks: list, sandboxes: dict, progress: bool = True) -> dict:
         for name, sb in sandboxes.items():
             g = grade(t, t.patch, sb)
             row |= {f"{name}_setup_s": g.seconds.get("setup"), f"{name}_tests_s": g.seconds.get("tests")}
-            row[f"{name}_verdict"] = g.infra_reason or ("resolved" if g.resolved else "unresolved")
+            row[f"{name}_verdict"] = verdict_word(g)
         rows.append(row)
     verdicts = [[r[f"{n}_verdict"] for n in sandboxes] for r in rows]
     medians = {
@@ -101,7 +106,7 @@ def _graded(task, sandbox) -> dict:
     "Median seconds per phase of grading `task`'s gold and empty patches in `sandbox`, and the two verdicts."
     gs = [grade(task, patch, sandbox) for patch in (task.patch, "")]
     row = {p: round(_median([g.seconds.get(p) or 0.0 for g in gs]), 3) for p in PHASES}
-    return row | {"verdicts": [g.infra_reason or ("resolved" if g.resolved else "unresolved") for g in gs]}
+    return row | {"verdicts": [verdict_word(g) for g in gs]}
 
 
 def bench_testbeds(tasks: list, mirrors: list, compat: bool = False, progress: bool = True) -> dict:

@@ -306,18 +306,11 @@ def _prepare(self: LocalSandbox, task: Task, root: Path, cap: str, install: bool
     env = self.env_for(task)
     if not self.unsafe and (why := cgroup_setup()[1]):  # said once as a warning; every session's notes say it too
         env.notes = env.notes + [f"memory capped per process (rlimits), not per command: {why}"]
-    if self.testbeds:
-        key = testbed_key(task, env, install)
-        p = prepare(key, lambda folder: self._set_up(task, env, folder, key, install))
-        return self._open_view(task, env, root, cap, key, p, install and not reinstalls)
-    absent = export_tree(find_repo(task.repo, self.mirrors), task.base_commit, root / "testbed", self.mirrors)
-    s = LocalSession(root, env, self.limits, self.unsafe, task, cap)
-    s.absent = absent
-    if cap == "tmpfs":
-        MOUNTED.add(s)
-    if install:
-        _install(s, testbed_key(task, env, install), pre=True)
-    return s
+    key = testbed_key(task, env, install)
+    if not self.testbeds:
+        return self._exported(task, env, root, key, install, cap)
+    p = prepare(key, lambda folder: self._set_up(task, env, folder, key, install))
+    return self._open_view(task, env, root, cap, key, p, install and not reinstalls)
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #7b1e0a02
 def _install(s: LocalSession, key: str, pre: bool):
@@ -332,13 +325,23 @@ def _install(s: LocalSession, key: str, pre: bool):
 
 
 @patch
-def _set_up(self: LocalSandbox, task: Task, env: Env, folder: Path, key: str, install: bool) -> dict:
-    "Export `task` into `folder/testbed` and run its install steps there: a testbed to prepare; what to record with it."
+def _exported(self: LocalSandbox, task: Task, env: Env, folder: Path, key: str, install: bool, cap="watch"):
+    "A session on `task` exported into `folder/testbed`, its install steps run and committed when `install`."
     absent = export_tree(find_repo(task.repo, self.mirrors), task.base_commit, folder / "testbed", self.mirrors)
-    s = LocalSession(folder, env, self.limits, self.unsafe, task)  # never closed: its folder is the prepared copy
+    s = LocalSession(folder, env, self.limits, self.unsafe, task, cap)
+    s.absent = absent
+    if cap == "tmpfs":
+        MOUNTED.add(s)
     if install:
         _install(s, key, pre=True)
-    return {"instance_id": task.instance_id, "absent": absent, "base": s.base, "uid": sandbox_uid()}
+    return s
+
+
+@patch
+def _set_up(self: LocalSandbox, task: Task, env: Env, folder: Path, key: str, install: bool) -> dict:
+    "Set `task` up in `folder/testbed` (`_exported`), a testbed to prepare; what to record with it."
+    s = self._exported(task, env, folder, key, install)  # never closed: its folder is the prepared copy
+    return {"instance_id": task.instance_id, "absent": s.absent, "base": s.base, "uid": sandbox_uid()}
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #7b1e0a03
 @patch
