@@ -12,13 +12,13 @@ FLAGS = set(os.environ.get("SWECL_TEST_FLAGS", "").split())
 def pytest_collection_modifyitems(config, items):
     # Same flags as the notebooks: marked tests run only when their flag is forced.
     for item in items:
-        for flag in ("slow", "docker", "llm", "network", "mirror"):
+        for flag in ("slow", "docker", "llm", "network", "mirror", "ray"):
             if flag in item.keywords and flag not in FLAGS:
                 item.add_marker(pytest.mark.skip(reason=f"flag {flag!r} not requested (run with --flags {flag})"))
 
 
 def pytest_configure(config):
-    for flag in ("slow", "docker", "llm", "network", "mirror"):
+    for flag in ("slow", "docker", "llm", "network", "mirror", "ray"):
         config.addinivalue_line("markers", f"{flag}: skipped unless the {flag} test flag is given")
 
 

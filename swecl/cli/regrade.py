@@ -13,7 +13,7 @@ from tabulate import tabulate
 from ..base.core import InputFileError, read_regular
 from ..base.portable import machine_free
 from .base import UsageError, arg, command, write_json, write_text
-from .tasks import COMPAT_HELP, NO_TESTBEDS_HELP, SANDBOX_HELP
+from .tasks import COMPAT_HELP, NO_TESTBEDS_HELP, PARALLEL_ARGS, SANDBOX_HELP, parallel_options
 from ..grading import regrade, validation
 from ..grading.grading import parse_log
 from ..grading.official import disagreement_evidence, official_log, read_official, test_differences, test_output
@@ -103,6 +103,7 @@ REGRADE_ARGS = (
     arg("--logs", help="keep each grading log under this folder"),
     arg("--compat", action="store_true", help=COMPAT_HELP),
     arg("--no-testbeds", action="store_true", help=NO_TESTBEDS_HELP),
+    *PARALLEL_ARGS,
     arg("--merge", nargs="+", metavar="JSON", help="grade nothing: the records of earlier regrade --json files"),
     arg(
         "--title", default="Recorded predictions graded by swecl", help="the heading of --out and of the report section"
@@ -146,13 +147,14 @@ def cmd_regrade(a):
     except ValueError as e:
         raise UsageError(str(e)) from None
     theirs = recorded_verdicts(a)
+    how = parallel_options(a)  # before grading: a bad option must not cost a run
     b, tasks = load_tasks(a.dataset, a.instances, None, a.sequences)
     if a.merge:
         # a task graded in several files: the last file's grading (a recheck given after the run it corrects)
         records = list({r["instance_id"]: r for f in a.merge for r in saved_records(f)}.values())
     else:
         sandbox = sandbox_for(a.sandbox, b, compat=a.compat, timeout=a.timeout, testbeds=not a.no_testbeds)
-        records = regrade.grade_predictions(tasks, preds, sandbox, Path(a.logs) if a.logs else None)
+        records = regrade.grade_predictions(tasks, preds, sandbox, Path(a.logs) if a.logs else None, **how)
     gradable, why = gradable_set(a.gradable, a.dataset)
     outside = len(set(preds) - {t.instance_id for t in b.tasks})
     note = f"{len(records)} predictions graded from {Path(a.predictions).name}; {why}." + (

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shlex
@@ -22,19 +23,48 @@ from ..envs.envcache import env_inventory, prune_envs, usage_by_repo
 from ..grading import validation
 from ..models.model_base import TimeBudget, model_spec
 from ..models.models import make_model
+from ..runs.caches import CACHES, cache_rows, prune_caches
 from ..sandbox.sandboxes import SANDBOXES, sandbox_for
 from ..tasks import datasets
 from ..tasks.selection import load_tasks
 
 # %% auto #0
-__all__ = ['COMPAT_HELP', 'NO_TESTBEDS_HELP', 'SANDBOX_HELP', 'VALIDATE_ARGS', 'SANDBOX_ARGS', 'SOLVE_ARGS', 'ENVS_ARGS',
-           'read_records', 'timing_line', 'env_cache_line', 'validation_summary', 'validation_records',
-           'validation_tables', 'cmd_validate', 'cmd_sandbox', 'solve_summary', 'infra_line', 'solve_one', 'cmd_solve',
-           'gigabytes', 'status_table', 'cache_totals', 'env_list', 'prune_line', 'cmd_envs']
+__all__ = ['COMPAT_HELP', 'NO_TESTBEDS_HELP', 'PARALLEL_ARGS', 'SANDBOX_HELP', 'VALIDATE_ARGS', 'SANDBOX_ARGS', 'SOLVE_ARGS',
+           'ENVS_ARGS', 'CACHE_ARGS', 'parallel_options', 'read_records', 'timing_line', 'env_cache_line',
+           'validation_summary', 'validation_records', 'validation_tables', 'cmd_validate', 'cmd_sandbox',
+           'solve_summary', 'infra_line', 'solve_one', 'cmd_solve', 'gigabytes', 'status_table', 'cache_totals',
+           'env_list', 'prune_line', 'cmd_envs', 'cmd_cache']
 
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #56557eb0
 COMPAT_HELP = "run in the env with the compatibility layer, which lets old test suites run on a newer host Python (the same env for every command given --compat, recorded with each result)"
 NO_TESTBEDS_HELP = "export and set up a working copy for every session instead of opening views of the task's prepared testbed (for a one-off grading of many tasks: nothing kept in the cache)"
+PARALLEL_ARGS = (
+    arg(
+        "--workers",
+        type="positive",
+        default=1,
+        help="tasks graded at once on this machine (tasks of one repository version go one after another); the local sandbox",
+    ),
+    arg(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="local: this machine's processes; ray: each group of tasks as a Ray task on $RAY_ADDRESS, or a local Ray of --workers CPUs (the ray extra)",
+    ),
+)
+
+
+def parallel_options(a) -> dict:
+    "The `workers` and `engine` of `validate` or `regrade`, checked before any grading."
+    if (a.workers > 1 or a.engine == "ray") and a.sandbox != "local":
+        raise UsageError(
+            f"--workers and --engine ray grade with the local sandbox; drop them for --sandbox {a.sandbox}."
+        )
+    if a.engine == "ray" and importlib.util.find_spec("ray") is None:
+        raise UsageError("--engine ray needs Ray: pip install 'swecl[ray]', or use --engine local.")
+    return {"workers": a.workers, "engine": a.engine}
+
+
 SANDBOX_HELP = "where commands run: local (bubblewrap, a one-commit working copy, no network), local-unsafe (no isolation) or docker (SWE-bench instance images)"
 
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #d8aba00d
@@ -104,11 +134,12 @@ def validation_records(a) -> tuple:
         ), []
     b, tasks = load_tasks(a.dataset, a.instances, a.repos, a.sequences)
     policies = list(validation.POLICIES) if a.policy == "both" else [a.policy]
+    how = parallel_options(a)
     sandbox, definition = (
         sandbox_for(a.sandbox, b, compat=a.compat, timeout=a.timeout, testbeds=not a.no_testbeds),
         validation.resolved_definition(b.name),
     )
-    return validation.validate_policies(tasks, sandbox, policies, a.logs, definition=definition)
+    return validation.validate_policies(tasks, sandbox, policies, a.logs, definition=definition, **how)
 
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #7eba76e3
 def validation_tables(records: list, rows: list, merged: bool = False) -> tuple:
@@ -141,6 +172,7 @@ VALIDATE_ARGS = (
     ),
     arg("--compat", action="store_true", help=COMPAT_HELP),
     arg("--no-testbeds", action="store_true", help=NO_TESTBEDS_HELP),
+    *PARALLEL_ARGS,
     arg("--gradable", metavar="JSON", help="write the gradable ids and, for each other task, its label and evidence"),
     arg(
         "--onto",
@@ -353,3 +385,44 @@ def cmd_envs(a):
         print(prune_line(r, a.dry_run))
         out["prune"] = r.__dict__
     write_json(a.json, out)
+
+# %% ../../nbs/cli/13c_cli_tasks.ipynb #91a6247b
+CACHE_ARGS = (
+    arg("--prune", action="store_true", help="remove entries: with --older-than, --max-size or both"),
+    arg("--caches", nargs="+", choices=list(CACHES), default=list(CACHES), help="which caches (default: all)"),
+    arg(
+        "--max-size",
+        type="size",
+        metavar="GB",
+        help="with --prune: at most this many GB per cache, least recently used removed first",
+    ),
+    arg("--older-than", type="positive", metavar="DAYS", help="with --prune: remove entries unused for this many days"),
+    arg("--dry-run", action="store_true", help="with --prune: say what would go, remove nothing"),
+)
+
+
+@command(
+    "cache",
+    "What swecl's caches hold (entries, size, last use) and, with --prune, their least recently used entries removed.",
+    *CACHE_ARGS,
+)
+def cmd_cache(a):
+    "The table of caches; with `--prune` a line per cache; `--json`: both."
+    if not a.prune and (a.max_size is not None or a.older_than is not None or a.dry_run):
+        raise UsageError(
+            "--max-size, --older-than and --dry-run apply with --prune, e.g. swecl cache --prune --max-size 20."
+        )
+    out = {}
+    if a.prune:
+        try:
+            done = prune_caches(a.caches, a.max_size, a.older_than, a.dry_run)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        for r in done:
+            verb = "would remove" if a.dry_run else "removed"
+            busy = f", {r.skipped} in use left" if r.skipped else ""
+            print(f"{r.cache}: {verb} {r.removed} ({r.freed_bytes / 1e9:.2f} GB){busy}; {r.kept} kept")
+        out["prune"] = [r.__dict__ for r in done]
+    rows = cache_rows(caches=a.caches)
+    print(tabulate(rows, headers="keys", tablefmt="github"))
+    write_json(a.json, out | {"caches": rows})

@@ -21,7 +21,7 @@ from .envs import COPY_INFIX, ENV_RECIPE
 
 # %% auto #0
 __all__ = ['STALE_BUILD_SECONDS', 'SWEBENCH_ENV', 'MINI_ENV', 'LOCK_SUFFIXES', 'CachedEnv', 'disk_usage', 'folder_kind',
-           'classify', 'env_inventory', 'usage_by_repo', 'PruneResult', 'prune_envs']
+           'classify', 'env_inventory', 'usage_by_repo', 'remove_env', 'PruneResult', 'prune_envs']
 
 # %% ../../nbs/envs/03c_envcache.ipynb #ecc9d022
 STALE_BUILD_SECONDS = 24 * 3600  # a build takes minutes; a `.build-*` folder this old was left by a killed process
@@ -140,7 +140,7 @@ def _locks_of(root: Path, name: str) -> list:
     return _own_locks(root, name) + ([root / f"{base}.install.lock"] if base != name else [])
 
 # %% ../../nbs/envs/03c_envcache.ipynb #99113a1a
-def _remove(root: Path, e: CachedEnv) -> bool:
+def remove_env(root: Path, e: CachedEnv) -> bool:
     "Remove one env and its lock files unless another process holds one of its locks."
     locks = [] if e.kind == "build" else [FileLock(str(p)) for p in _locks_of(root, e.name)]
     held = []
@@ -185,7 +185,7 @@ def prune_envs(
     doomed = [e for e in inv if e.stale or (everything and e.status == "current")]
     removed, skipped = [], []
     for e in doomed:
-        (removed if dry_run or _remove(root, e) else skipped).append(e)
+        (removed if dry_run or remove_env(root, e) else skipped).append(e)
     if not dry_run:  # lock files whose env is gone (left by removals by hand, or by an older swecl)
         _drop_orphan_locks(root)
     return PruneResult(

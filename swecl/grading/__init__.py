@@ -16,6 +16,7 @@ MODULES = (
     "witness",
     "grading",
     "gradecache",
+    "parallel",
     "validation",
     "official",
     "regrade",

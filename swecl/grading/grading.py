@@ -236,9 +236,11 @@ def apply_step(
     return tree_changes(s, before)
 
 # %% ../../nbs/grading/04_grading.ipynb #2d945710
-def prepare_tests(s: Session, logs: list) -> int:
-    "The install step again (over the patched tree) and the spec's eval commands; the install's exit code."
-    if (r := s.install(pre=False)) is not None:
+def prepare_tests(s: Session, logs: list, kept: str | None = None) -> int:
+    "The install step again (over the patched tree; not when `kept` says why not), the spec's eval commands; its exit code."
+    if kept:
+        logs.append(f"$ install\n(not run again: {kept})")
+    elif (r := s.install(pre=False)) is not None:
         logs.append(f"$ install\n{r.output}")
         if r.exit_code:
             return r.exit_code
@@ -415,10 +417,13 @@ def grade_session(s: Session, task: Task, patch: str, g: Grade, logs: list, reje
         return g
     g.suspicious += guard_tree(s, touched, runner_scripts(base_test_command(task)))
     g.seconds["apply"], t1 = round(time.time() - t1, 3), time.time()
-    before = env_state(s) if s.env.install and patch.strip() else None  # only the install runs the patch's code
-    if code := prepare_tests(s, logs):
+    kept = s.install_kept(touched)  # the env holds this testbed's install and the patch cannot change it
+    before = env_state(s) if s.env.install and patch.strip() and not kept else None  # the install runs the patch
+    if code := prepare_tests(s, logs, kept):
         return mark_infra(g, Label.INSTALL, f"The install step failed with exit code {code}; see the log.")
     changed = env_changes(before, env_state(s)) if before is not None else []
+    if not kept and not changed:
+        s.note_install(touched)
     g.suspicious += changed
     g.seconds["install"] = round(time.time() - t1, 3)
     reset_test_files(s, task.test_patch)

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 
-from tqdm.auto import tqdm
-
 from ..base.core import InputFileError, read_regular, wilson
 from ..base.labels import counted_verdict
 from .grading import grade
+from .parallel import grade_jobs
 from ..models.model_base import ModelError, read_replay
 
 # %% auto #0
@@ -52,12 +51,14 @@ def read_predictions(path, condition: str | None = None) -> dict:
     return preds
 
 # %% ../../nbs/grading/04d_regrade.ipynb #0ce3a393
-def grade_predictions(tasks: list, preds: dict, sandbox, log_dir=None, progress: bool = True) -> list:
-    "One record per task that has a prediction: repository, `Grade.record()` with policy `model`, the expected tests' statuses."
-    out = []
+def grade_predictions(
+    tasks: list, preds: dict, sandbox, log_dir=None, progress: bool = True, workers: int = 1, engine: str = "local"
+) -> list:
+    "One record per task that has a prediction: repository, `Grade.record()` with policy `model`, the expected tests' statuses; `workers` at once (`grading.parallel`)."
     todo = [t for t in tasks if t.instance_id in preds]
-    for t in tqdm(todo, desc="regrade", disable=not progress, unit="task"):
-        g = grade(t, preds[t.instance_id], sandbox, log_dir=log_dir)
+    jobs = [(t, preds[t.instance_id]) for t in todo]
+    out = []
+    for t, g in zip(todo, grade_jobs(jobs, sandbox, grade, log_dir, workers, engine, progress, "regrade")):
         empty = not preds[t.instance_id].strip()
         statuses = {k: g.statuses.get(k, "no status") for k in t.FAIL_TO_PASS + t.PASS_TO_PASS}
         out.append({"policy": "model", "repo": t.repo, "empty_patch": empty} | g.record() | {"statuses": statuses})

@@ -11,8 +11,6 @@ from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from ..base.core import MAX_SMALL_BYTES, InputFileError, component_problem, package_file, read_regular
 from ..base.labels import Label
 from ..base.portable import machine_free
@@ -20,6 +18,7 @@ from ..base.schema import Task
 from .evidence import known_defects
 from .gradecache import GradeCache
 from .grading import Grade, grade
+from .parallel import grade_jobs
 from ..tasks.datasets import KNOWN
 
 # %% auto #0
@@ -107,14 +106,14 @@ def validate(
     progress: bool = True,
     cache: GradeCache | None = None,
     twins_of: dict | None = None,
+    workers: int = 1,
+    engine: str = "local",
 ) -> list:
-    "Grade every task under `policy` ('gold' or 'empty'), through `cache` if given, once per group of twins; a task with an unsafe id is labelled, not graded."
-    grader, tw, done = cache.grade if cache else grade, twins(tasks) if twins_of is None else twins_of, {}
-    for task in tqdm(
-        [t for t in tasks if t.instance_id not in tw], desc=f"validate {policy}", disable=not progress, unit="task"
-    ):
-        g = grader(task, policy_patch(task, policy), sandbox, log_dir=log_dir)  # labels unsafe ids
-        done[task.instance_id] = g
+    "Grade every task under `policy` ('gold' or 'empty'), through `cache` if given, once per group of twins, `workers` at once (`grading.parallel`); a task with an unsafe id is labelled, not graded."
+    grader, tw = cache.grade if cache else grade, twins(tasks) if twins_of is None else twins_of
+    jobs = [(t, policy_patch(t, policy)) for t in tasks if t.instance_id not in tw]
+    grades = grade_jobs(jobs, sandbox, grader, log_dir, workers, engine, progress, f"validate {policy}")
+    done = {t.instance_id: g for (t, _), g in zip(jobs, grades)}  # unsafe ids come back labelled
     for iid, one in tw.items():
         g = done[one]
         done[iid] = replace(
@@ -173,12 +172,16 @@ def validate_policies(
     progress: bool = True,
     definition: str = "swe-bench",
     cache: GradeCache | None = None,
+    workers: int = 1,
+    engine: str = "local",
 ) -> tuple[list, list]:
     "(records, table rows): one JSON record per grading (policy, repo, definition, `Grade.record()`, `twin_of`) and rows per repository."
     records, rows, tw = [], [], twins(tasks)
     for pol in policies:
         logs = Path(log_dir) / pol if log_dir else None
-        grades = validate(tasks, pol, sandbox, logs, progress, cache, tw)  # one grouping: grading sets versions
+        grades = validate(
+            tasks, pol, sandbox, logs, progress, cache, tw, workers, engine
+        )  # one grouping: grading sets versions
         rows += validation_table(grades, tasks, pol, definition)
         records += [
             {"policy": pol, "repo": t.repo, "definition": definition}

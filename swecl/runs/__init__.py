@@ -18,5 +18,6 @@ MODULES = (
     "transfer",
     "estimate",
     "bench",
+    "caches",
 )  # the folder's modules, in its order
 __getattr__, __dir__ = lazy_names(__name__, MODULES)  # a name is found when first asked for

@@ -187,6 +187,17 @@ def install(self: DockerSession, pre: bool = True) -> RunResult | None:
 
     return install_steps(self, pre, step)
 
+# %% ../../nbs/sandbox/03n_docker_sandbox.ipynb #0aca3224
+@patch
+def install_kept(self: DockerSession, touched: list[str]) -> str | None:
+    "None: a container's install is run again over the patched tree, as SWE-bench's evaluation script does."
+    return None
+
+
+@patch
+def note_install(self: DockerSession, touched: list[str]):
+    "Nothing to record: each container starts from its image."
+
 # %% ../../nbs/sandbox/03n_docker_sandbox.ipynb #d69936b5
 @patch
 def read_file(self: DockerSession, path: str) -> str:

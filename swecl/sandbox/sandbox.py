@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import io
 import os
@@ -44,7 +45,16 @@ from swecl.sandbox.isolation import (
     stale_mounts,
     unmount,
 )
-from .testbeds import close_view, installed, mark_installed, open_view, prepare, testbed_key
+from swecl.sandbox.testbeds import (
+    ROOT_BUILD_FILES,
+    close_view,
+    install_unchanged,
+    installed,
+    mark_installed,
+    open_view,
+    prepare,
+    testbed_key,
+)
 from ..tasks.repos import SAFE_GIT, export_tree, find_repo, git
 
 # %% auto #0
@@ -67,6 +77,8 @@ class Session(Protocol):
     def install(self, pre: bool = True) -> RunResult | None: ...
     def read_file(self, path: str) -> str: ...  # regular files only; SandboxError otherwise
     def write_file(self, path: str, text: str) -> None: ...
+    def install_kept(self, touched: list[str]) -> str | None: ...  # why the install need not run again
+    def note_install(self, touched: list[str]) -> None: ...  # it ran again and the env holds it
     def diff(self) -> str: ...  # the whole patch, or PatchTooLarge (label 'patch-too-large'), never cut
     def close(self) -> None: ...
     def __enter__(self) -> Session: ...
@@ -78,6 +90,7 @@ class LocalSession:
 
     kind = "local"
     absent: list = []  # set by `LocalSandbox.open`; never mutated
+    key: str | None = None  # a view's prepared testbed (`testbeds.testbed_key`)
 
     def __init__(
         self, root: Path, env: Env, limits: Limits, unsafe=False, task: Task | None = None, disk_cap="watch", view=None,
@@ -231,6 +244,40 @@ def commit_setup(self: LocalSession):
     if r.exit_code == 0:
         self.base = r.output.strip().split()[-1]
 
+# %% ../../nbs/sandbox/03_sandbox.ipynb #8c1ec4cc
+@patch
+def changes(self: LocalSession, touched: list[str]) -> dict[str, str]:
+    "`touched` paths with their git status against the base: M (modified), D (deleted), T (type), A (new)."
+    out = self.run(f"{SAFE_GIT} diff --no-renames --name-status -z {self.base}", max_output=1 << 26).output
+    fields = out.split("\0")
+    tracked = dict(zip(fields[1::2], fields[0::2]))
+    return {f: tracked.get(f, "A") for f in touched}
+
+
+@patch
+def install_unaffected(self: LocalSession, touched: list[str]) -> bool:
+    "Whether the install step over the tree with `touched` patched leaves the env as the prepared install did."
+    if self.key is None or not self.env.install:  # not a view of a prepared testbed
+        return False
+    build_text = self.run(f"cat -- {' '.join(ROOT_BUILD_FILES)} 2>/dev/null", max_output=1 << 22).output
+    return install_unchanged(self.env.install, self.changes(touched), build_text)
+
+
+@patch
+def install_kept(self: LocalSession, touched: list[str]) -> str | None:
+    "Why the install step need not run again over `touched` (the env holds this testbed's install), or None."
+    if self.key is None or installed(self.env) != self.key or not self.install_unaffected(touched):
+        return None
+    why = "an editable install, and the patch edits no file it reads" if touched else "nothing is patched"
+    return f"the environment holds this testbed's install; {why}"
+
+
+@patch
+def note_install(self: LocalSession, touched: list[str]):
+    "After the install step ran again over `touched` and changed nothing the tests start with: the env holds it."
+    if self.install_unaffected(touched):
+        mark_installed(self.env, self.key)
+
 # %% ../../nbs/sandbox/03_sandbox.ipynb #dd5e7a08
 def disk_cap(root: Path, disk_mb: int) -> str:
     "'tmpfs' when a tmpfs of `disk_mb` could be mounted on the empty folder `root`, else 'watch'."
@@ -288,6 +335,8 @@ def env_for(self: LocalSandbox, task: Task) -> Env:
                 self.envs[key] = swebench_env(task, find_repo(task.repo, self.mirrors), compat=self.compat)
             except EnvError as e:
                 raise SandboxError(str(e), e.reason) from None
+        with contextlib.suppress(OSError):  # last used: `swecl cache` prunes the least recently used first
+            os.utime(self.envs[key].path)
     env = self.envs[key]
     return dataclasses.replace(env, notes=list(env.notes))  # a session adds notes to its own copy
 
@@ -349,7 +398,7 @@ def _open_view(self: LocalSandbox, task: Task, env: Env, root: Path, cap: str, k
     "A session on a view of the prepared working copy `p`, its install step run again when the env needs it."
     view = open_view(p, root)
     s = LocalSession(root, env, self.limits, self.unsafe, task, cap, view=view, base=p.meta["base"])
-    s.absent = list(p.meta.get("absent", []))
+    s.absent, s.key = list(p.meta.get("absent", [])), key
     if cap == "tmpfs":
         MOUNTED.add(s)
     if install and env.install and installed(env) != key:

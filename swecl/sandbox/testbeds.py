@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from filelock import FileLock
 
@@ -21,9 +22,10 @@ from ..envs.envs import Env
 from .isolation import LIBC, as_root, sandbox_uid, tree_bytes, unmount
 
 # %% auto #0
-__all__ = ['TESTBED_RECIPE', 'TESTBEDS_MAX_GB', 'OVERLAY_UNSAFE', 'testbed_key', 'Prepared', 'testbeds_dir', 'prepared',
-           'testbeds_max_bytes', 'prune', 'copy_tree', 'prepare', 'forget', 'mount_overlay', 'open_view', 'close_view',
-           'installed_mark', 'installed', 'mark_installed', 'tree_digest']
+__all__ = ['TESTBED_RECIPE', 'TESTBEDS_MAX_GB', 'OVERLAY_UNSAFE', 'EDITABLE_INSTALL', 'BUILD_FILES', 'BUILD_SUFFIXES',
+           'ROOT_BUILD_FILES', 'testbed_key', 'Prepared', 'testbeds_dir', 'prepared', 'testbeds_max_bytes', 'prune',
+           'copy_tree', 'prepare', 'forget', 'mount_overlay', 'open_view', 'close_view', 'installed_mark', 'installed',
+           'mark_installed', 'install_reads', 'install_unchanged', 'tree_digest']
 
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #083126b6
 TESTBED_RECIPE = 2  # bump when what a prepared testbed holds changes: every older one is prepared again
@@ -190,6 +192,34 @@ def mark_installed(env: Env, key: str | None):
         f.unlink(missing_ok=True)
     else:
         f.write_text(key + "\n")
+
+# %% ../../nbs/sandbox/03q_testbeds.ipynb #81239156
+EDITABLE_INSTALL = re.compile(r"(?:^|\s)(?:-e|--editable)(?:\s|=)|\bsetup\.py\s+develop\b")
+BUILD_FILES = {"setup.py", "setup.cfg", "pyproject.toml", "MANIFEST.in", "meson.build", "CMakeLists.txt", "Makefile"}
+BUILD_SUFFIXES = {".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".pyx", ".pxd", ".pxi", ".f", ".f90", ".cu", ".so"}
+BUILD_SUFFIXES |= {".toml", ".cfg", ".in", ".ini"}  # configuration a build backend may read
+ROOT_BUILD_FILES = ["setup.py", "setup.cfg", "pyproject.toml", "MANIFEST.in"]
+
+
+def install_reads(path: str, build_text: str) -> bool:
+    "Whether an install could read `path`: at the root, a build file or extension source, or named in `build_text`."
+    p = PurePosixPath(path)
+    if len(p.parts) < 2 or p.name in BUILD_FILES or p.suffix.lower() in BUILD_SUFFIXES:
+        return True
+    names = [path, p.name]
+    if p.suffix == ".py":  # `pkg/mod.py` is `pkg.mod`; `pkg/__init__.py` is `pkg` itself
+        parts = p.with_suffix("").parts
+        names.append(".".join(parts[:-1] if p.name == "__init__.py" else parts))
+    return any(n in build_text for n in names)
+
+
+def install_unchanged(install: str, changes: dict[str, str], build_text: str) -> bool:
+    "Whether running the editable `install` over a tree with `changes` ({path: git status letter}) changes no env."
+    if not changes:  # the same tree: the same install
+        return True
+    if not install or not EDITABLE_INSTALL.search(install):
+        return False
+    return all(how == "M" and not install_reads(f, build_text) for f, how in changes.items())
 
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #3bd289c6
 def tree_digest(path: Path) -> str:
