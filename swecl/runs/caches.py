@@ -32,7 +32,7 @@ class CacheEntry:
     bytes: int
     used: float
 
-
+# %% ../../nbs/runs/11d_caches.ipynb #de9f9915
 def _files(cache: str, root: Path, pattern: str) -> list[CacheEntry]:
     "One entry per file or folder of `root` matching `pattern`."
     out = []

@@ -45,16 +45,7 @@ from swecl.sandbox.isolation import (
     stale_mounts,
     unmount,
 )
-from swecl.sandbox.testbeds import (
-    ROOT_BUILD_FILES,
-    close_view,
-    install_unchanged,
-    installed,
-    mark_installed,
-    open_view,
-    prepare,
-    testbed_key,
-)
+from .testbeds import close_view, install_same, installed, mark_installed, open_view, prepare, testbed_key
 from ..tasks.repos import SAFE_GIT, export_tree, find_repo, git
 
 # %% auto #0
@@ -248,6 +239,8 @@ def commit_setup(self: LocalSession):
 @patch
 def changes(self: LocalSession, touched: list[str]) -> dict[str, str]:
     "`touched` paths with their git status against the base: M (modified), D (deleted), T (type), A (new)."
+    if not touched:
+        return {}
     out = self.run(f"{SAFE_GIT} diff --no-renames --name-status -z {self.base}", max_output=1 << 26).output
     fields = out.split("\0")
     tracked = dict(zip(fields[1::2], fields[0::2]))
@@ -259,8 +252,8 @@ def install_unaffected(self: LocalSession, touched: list[str]) -> bool:
     "Whether the install step over the tree with `touched` patched leaves the env as the prepared install did."
     if self.key is None or not self.env.install:  # not a view of a prepared testbed
         return False
-    build_text = self.run(f"cat -- {' '.join(ROOT_BUILD_FILES)} 2>/dev/null", max_output=1 << 22).output
-    return install_unchanged(self.env.install, self.changes(touched), build_text)
+    read = lambda names: self.run(f"cat -- {' '.join(names)} 2>/dev/null", max_output=1 << 22).output
+    return install_same(self.env.install, self.changes(touched), read)
 
 
 @patch

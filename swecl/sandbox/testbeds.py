@@ -5,6 +5,7 @@
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #ea8fcc10
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -17,15 +18,16 @@ from pathlib import Path, PurePosixPath
 
 from filelock import FileLock
 
-from ..base.core import cache_dir, sha256_file, sha256_text
+from ..base.core import SandboxError, cache_dir, sha256_file, sha256_text
+from ..base.labels import Label
 from ..envs.envs import Env
 from .isolation import LIBC, as_root, sandbox_uid, tree_bytes, unmount
 
 # %% auto #0
-__all__ = ['TESTBED_RECIPE', 'TESTBEDS_MAX_GB', 'OVERLAY_UNSAFE', 'EDITABLE_INSTALL', 'BUILD_FILES', 'BUILD_SUFFIXES',
-           'ROOT_BUILD_FILES', 'testbed_key', 'Prepared', 'testbeds_dir', 'prepared', 'testbeds_max_bytes', 'prune',
-           'copy_tree', 'prepare', 'forget', 'mount_overlay', 'open_view', 'close_view', 'installed_mark', 'installed',
-           'mark_installed', 'install_reads', 'install_unchanged', 'tree_digest']
+__all__ = ['TESTBED_RECIPE', 'TESTBEDS_MAX_GB', 'DISK_FULL', 'OVERLAY_UNSAFE', 'EDITABLE_INSTALL', 'BUILD_FILES',
+           'BUILD_SUFFIXES', 'ROOT_BUILD_FILES', 'testbed_key', 'Prepared', 'testbeds_dir', 'prepared',
+           'testbeds_max_bytes', 'prune', 'copy_tree', 'prepare', 'forget', 'mount_overlay', 'open_view', 'close_view',
+           'installed_mark', 'installed', 'mark_installed', 'install_reads', 'install_same', 'tree_digest']
 
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #083126b6
 TESTBED_RECIPE = 2  # bump when what a prepared testbed holds changes: every older one is prepared again
@@ -109,6 +111,12 @@ def copy_tree(src: Path, dest: Path):
         shutil.rmtree(dest, ignore_errors=True)
         raise OSError(f"cannot copy {src} to {dest}: {r.stderr.strip()[:200]}")
 
+# %% ../../nbs/sandbox/03q_testbeds.ipynb #fc9fd96c
+DISK_FULL = (
+    "The disk filled up while preparing testbed {key} in {where}; free space with `swecl cache --prune --caches "
+    "testbeds envs --max-size GB` (or lower $SWECL_TESTBEDS_MAX_GB) and run again."
+)
+
 
 def prepare(key: str, build, where: Path | None = None) -> Prepared:
     "The prepared copy of `key`; made once, when missing, by `build(folder) -> meta` setting up `folder/testbed`."
@@ -125,8 +133,10 @@ def prepare(key: str, build, where: Path | None = None) -> Prepared:
             (scratch / "meta.json").write_text(json.dumps(meta, indent=1))
             shutil.rmtree(where / key, ignore_errors=True)  # a broken entry (no meta) is replaced
             os.rename(scratch, where / key)
-        except BaseException:
-            shutil.rmtree(scratch, ignore_errors=True)
+        except BaseException as e:
+            shutil.rmtree(scratch, ignore_errors=True)  # never a half-made entry
+            if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+                raise SandboxError(DISK_FULL.format(key=key, where=where), Label.SANDBOX) from None
             raise
     prune(where, keep=key)
     return Prepared(where / key, meta)
@@ -213,13 +223,14 @@ def install_reads(path: str, build_text: str) -> bool:
     return any(n in build_text for n in names)
 
 
-def install_unchanged(install: str, changes: dict[str, str], build_text: str) -> bool:
-    "Whether running the editable `install` over a tree with `changes` ({path: git status letter}) changes no env."
+def install_same(install: str, changes: dict[str, str], read_files) -> bool:
+    "Whether `install` over a tree with `changes` ({path: git status}) leaves the env as before; `read_files(names)`: their text."
     if not changes:  # the same tree: the same install
         return True
-    if not install or not EDITABLE_INSTALL.search(install):
+    if not install or not EDITABLE_INSTALL.search(install) or set(changes.values()) != {"M"}:
         return False
-    return all(how == "M" and not install_reads(f, build_text) for f, how in changes.items())
+    build_text = read_files(ROOT_BUILD_FILES)  # read only when it can decide
+    return not any(install_reads(f, build_text) for f in changes)
 
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #3bd289c6
 def tree_digest(path: Path) -> str:
