@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from ..base.core import InputFileError, read_regular, wilson
 from ..base.labels import counted_verdict
@@ -14,8 +15,8 @@ from .parallel import grade_jobs
 from ..models.model_base import ModelError, read_replay
 
 # %% auto #0
-__all__ = ['eval_state_predictions', 'read_predictions', 'grade_predictions', 'rate_table', 'authors_verdicts', 'changes_nothing',
-           'explain', 'agreement']
+__all__ = ['HUNK', 'eval_state_predictions', 'read_predictions', 'grade_predictions', 'rate_table', 'authors_verdicts',
+           'changes_nothing', 'explain', 'agreement']
 
 # %% ../../nbs/grading/04d_regrade.ipynb #c7ef4c7c
 def eval_state_predictions(data: dict, condition: str | None, model: str | None = None) -> dict:
@@ -103,16 +104,25 @@ def authors_verdicts(path, model: str | None = None, condition: str = "memory_di
     return {iid: bool(v) for s in seqs.values() for iid, v in s.items()}
 
 # %% ../../nbs/grading/04d_regrade.ipynb #7b1e0c02
+HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+
+
 def changes_nothing(patch: str) -> bool:
     "Whether a non-empty `patch` adds back, file by file, exactly the lines it removes, and creates or deletes no file."
-    files, cur = {}, None
+    files, cur, old, new = {}, None, 0, 0
     for line in patch.splitlines():
-        if line.startswith(("new file mode", "deleted file mode", "rename from", "Binary files", "GIT binary patch")):
+        if old > 0 or new > 0:  # inside a hunk: its header said how many lines (a removed "-- x" is no file header)
+            tag = line[:1]
+            if tag in ("+", "-") and cur is not None:
+                cur[tag == "+"].append(line[1:].rstrip())
+            if tag != "\\":  # "\\ No newline at end of file" counts on neither side
+                old, new = old - (tag != "+"), new - (tag != "-")
+        elif line.startswith(("new file mode", "deleted file mode", "rename from", "Binary files", "GIT binary patch")):
             return False
-        if line.startswith("+++ ") or line.startswith("--- "):
-            cur = files.setdefault(line[4:].split("\t")[0].removeprefix("a/").removeprefix("b/"), ([], []))
-        elif cur is not None and line[:1] in ("+", "-"):
-            cur[line[0] == "+"].append(line[1:].rstrip())
+        elif line.startswith("+++ "):
+            cur = files.setdefault(line[4:].split("\t")[0].removeprefix("b/"), ([], []))
+        elif m := HUNK.match(line):
+            old, new = int(m[1] or 1), int(m[2] or 1)
     return bool(files) and all(sorted(rm) == sorted(add) for rm, add in files.values())
 
 # %% ../../nbs/grading/04d_regrade.ipynb #da24879f

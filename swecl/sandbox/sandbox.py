@@ -409,7 +409,7 @@ def open(self: LocalSandbox, task: Task, install: bool = True, reinstalls: bool 
     cap = disk_cap(root, self.limits.disk_mb)
     try:
         return self._prepare(task, root, cap, install, reinstalls)
-    except Exception:  # a session that cannot be prepared leaves nothing behind
+    except BaseException:  # a session that cannot be prepared (or a Ctrl-C) leaves no mount or folder behind
         if os.path.ismount(root / "testbed"):
             unmount(root / "testbed")
         if cap == "tmpfs":
