@@ -5,6 +5,7 @@
 # %% ../../nbs/base/00_core.ipynb #1720b1bb
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import math
@@ -28,10 +29,10 @@ from .labels import Label
 # %% auto #0
 __all__ = ['PROJECT_ROOT', 'PACKAGE_DATA', 'MAX_COMPONENT_BYTES', 'MAX_INPUT_BYTES', 'MAX_SMALL_BYTES', 'MAX_YAML_NODES',
            'JSONL_POLICIES', 'DIFF_HEADER', 'package_file', 'cache_dir', 'sha256_file', 'sha256_text', 'write_atomic',
-           'component_problem', 'InfraError', 'EnvError', 'SandboxError', 'InputFileError', 'check_regular',
-           'bounded_read', 'read_regular', 'yaml_nodes', 'load_yaml', 'append_jsonl', 'JsonlError', 'parse_jsonl',
-           'read_jsonl', 'config_diff', 'git_commit', 'ensure_manifest', 'diff_paths', 'iso_time', 'bootstrap_ci',
-           'wilson']
+           'hold_use', 'in_use', 'component_problem', 'InfraError', 'EnvError', 'SandboxError', 'InputFileError',
+           'check_regular', 'bounded_read', 'read_regular', 'yaml_nodes', 'load_yaml', 'append_jsonl', 'JsonlError',
+           'parse_jsonl', 'read_jsonl', 'config_diff', 'git_commit', 'ensure_manifest', 'diff_paths', 'iso_time',
+           'bootstrap_ci', 'wilson']
 
 # %% ../../nbs/base/00_core.ipynb #03be6dbd
 _HERE = Path(__file__).resolve().parent.parent if "__file__" in globals() else Path.cwd().parent.parent / "swecl"
@@ -76,6 +77,28 @@ def write_atomic(path, write, binary: bool = False) -> Path:
         Path(tmp).unlink(missing_ok=True)  # a failed write leaves neither a half file nor its temporary
         raise
     return path
+
+# %% ../../nbs/base/00_core.ipynb #55294274
+def hold_use(entry: Path) -> int:
+    "A shared lock on `entry`'s use file (`<entry>.use`), held until the returned descriptor is closed."
+    fd = os.open(f"{entry}.use", os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    return fd
+
+
+def in_use(entry: Path) -> bool:
+    "Whether some process holds `entry`'s use lock (`hold_use`)."
+    try:
+        fd = os.open(f"{entry}.use", os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
 
 # %% ../../nbs/base/00_core.ipynb #494d2413
 MAX_COMPONENT_BYTES = 200

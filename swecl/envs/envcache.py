@@ -16,7 +16,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
-from ..base.core import cache_dir
+from ..base.core import cache_dir, in_use
 from .envs import COPY_INFIX, ENV_RECIPE
 
 # %% auto #0
@@ -141,7 +141,9 @@ def _locks_of(root: Path, name: str) -> list:
 
 # %% ../../nbs/envs/03c_envcache.ipynb #99113a1a
 def remove_env(root: Path, e: CachedEnv) -> bool:
-    "Remove one env and its lock files unless another process holds one of its locks."
+    "Remove one env and its lock files unless another process holds one of its locks or a session uses it."
+    if in_use(root / e.name):
+        return False
     locks = [] if e.kind == "build" else [FileLock(str(p)) for p in _locks_of(root, e.name)]
     held = []
     try:
@@ -154,7 +156,10 @@ def remove_env(root: Path, e: CachedEnv) -> bool:
     finally:
         for lk in reversed(held):
             lk.release()
-    for p in _own_locks(root, e.name):
+    for p in _own_locks(root, e.name) + [
+        root / f"{e.name}.installed",
+        root / f"{e.name}.use",
+    ]:  # the record of its install goes with it
         p.unlink(missing_ok=True)
     return True
 

@@ -417,13 +417,14 @@ def grade_session(s: Session, task: Task, patch: str, g: Grade, logs: list, reje
         return g
     g.suspicious += guard_tree(s, touched, runner_scripts(base_test_command(task)))
     g.seconds["apply"], t1 = round(time.time() - t1, 3), time.time()
-    kept = s.install_kept(touched)  # the env holds this testbed's install and the patch cannot change it
+    named = sorted(set(touched) | set(patch_files(patch)))  # an edited file git ignores is only in the patch
+    kept = s.install_kept(named)  # the env holds this testbed's install and the patch cannot change it
     before = env_state(s) if s.env.install and patch.strip() and not kept else None  # the install runs the patch
     if code := prepare_tests(s, logs, kept):
         return mark_infra(g, Label.INSTALL, f"The install step failed with exit code {code}; see the log.")
     changed = env_changes(before, env_state(s)) if before is not None else []
     if not kept and not changed:
-        s.note_install(touched)
+        s.note_install(named)
     g.suspicious += changed
     g.seconds["install"] = round(time.time() - t1, 3)
     reset_test_files(s, task.test_patch)

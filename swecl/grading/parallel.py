@@ -13,7 +13,8 @@ from concurrent.futures import ProcessPoolExecutor, wait
 
 from tqdm.auto import tqdm
 
-from .grading import Grade, grade
+from ..base.labels import Label
+from .grading import Grade, grade, mark_infra
 
 # %% auto #0
 __all__ = ['ENGINES', 'env_group', 'job_groups', 'grade_group', 'grade_jobs', 'bar_iter']
@@ -39,7 +40,10 @@ def grade_group(jobs: list, sandbox, grader=grade, log_dir=None, done=None) -> l
     "Grade each (task, patch) of `jobs` in turn with `grader`; a `done` queue hears of each as it finishes."
     grades = []
     for task, patch in jobs:
-        grades.append(grader(task, patch, sandbox, log_dir=log_dir))
+        try:
+            grades.append(grader(task, patch, sandbox, log_dir=log_dir))
+        except Exception as e:  # a grader that raises (a cache write on a full disk) costs one task, not the batch
+            grades.append(mark_infra(Grade(task.instance_id), Label.HARNESS, f"{type(e).__name__}: {e}"))
         if done is not None:
             done.put(1)
     return grades
@@ -60,11 +64,15 @@ def _pool_results(jobs, groups, sandbox, grader, log_dir, workers, bar) -> list:
     with ctx.Manager() as manager, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
         done = manager.Queue()
         futures = [pool.submit(grade_group, [jobs[i] for i in g], sandbox, grader, log_dir, done) for g in groups]
-        while not all(f.done() for f in futures):
-            try:
-                bar.update(done.get(timeout=0.5))
-            except queue.Empty:
-                wait(futures, timeout=0)
+        try:
+            while not all(f.done() for f in futures):
+                try:
+                    bar.update(done.get(timeout=0.5))
+                except queue.Empty:
+                    wait(futures, timeout=0)
+        except BaseException:  # Ctrl-C: the groups not yet started never start
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
         while not done.empty():
             bar.update(done.get())
         return [f.result() for f in futures]

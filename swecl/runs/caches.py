@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base.core import cache_dir
+from ..base.core import cache_dir, in_use
 from ..envs.envcache import env_inventory, remove_env
 from ..sandbox.testbeds import forget
 
@@ -106,6 +106,8 @@ def remove_entry(e: CacheEntry) -> bool:
             e.path.parent, next(x for x in env_inventory(e.path.parent, sizes=False) if x.name == e.path.name)
         )
     if e.cache == "testbeds":
+        if in_use(e.path):  # a session's view of it is open
+            return False
         forget(e.path.name, e.path.parent)
     elif e.path.is_dir():
         shutil.rmtree(e.path, ignore_errors=True)

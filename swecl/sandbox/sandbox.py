@@ -20,7 +20,7 @@ from typing import Protocol, runtime_checkable
 from fastcore.basics import patch
 from filelock import FileLock
 
-from ..base.core import EnvError, SandboxError, component_problem
+from ..base.core import EnvError, SandboxError, component_problem, hold_use
 from ..envs.envs import Env, mini_env, swebench_env
 from swecl.sandbox.isolation import (
     DiskWatch,
@@ -89,6 +89,7 @@ class LocalSession:
     ):  # fmt: skip
         self.root, self.testbed, self.env, self.limits = root, root / "testbed", env, limits
         self.unsafe, self.task, self.closed, self.disk_cap = unsafe, task, False, disk_cap
+        self.uses: list[int] = []  # use locks on the prepared testbed and the env (`base.core.hold_use`)
         self.view = view  # None: exported for this session; 'overlay' or 'copy': a prepared testbed's view
         # a view is the sandbox user's tree: the harness never runs git in it, its base was recorded when it was made
         self.base = base or git(self.testbed, "rev-parse", "HEAD").strip()
@@ -125,6 +126,8 @@ def close(self: LocalSession):
     if self.closed:
         return
     self.closed = True
+    for fd in self.uses:  # pruning may take them now
+        os.close(fd)
     close_view(self.root, self.view)
     if self.disk_cap == "tmpfs":
         unmount(self.root)
@@ -392,6 +395,7 @@ def _open_view(self: LocalSandbox, task: Task, env: Env, root: Path, cap: str, k
     view = open_view(p, root)
     s = LocalSession(root, env, self.limits, self.unsafe, task, cap, view=view, base=p.meta["base"])
     s.absent, s.key = list(p.meta.get("absent", [])), key
+    s.uses = [hold_use(p.path), hold_use(Path(env.path))]  # not pruned while this session lives
     if cap == "tmpfs":
         MOUNTED.add(s)
     if install and env.install and installed(env) != key:

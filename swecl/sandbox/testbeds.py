@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from filelock import FileLock
 
-from ..base.core import SandboxError, cache_dir, sha256_file, sha256_text
+from ..base.core import SandboxError, cache_dir, in_use, sha256_file, sha256_text
 from ..base.labels import Label
 from ..envs.envs import Env
 from .isolation import LIBC, as_root, sandbox_uid, tree_bytes, unmount
@@ -27,7 +27,7 @@ from .isolation import LIBC, as_root, sandbox_uid, tree_bytes, unmount
 __all__ = ['TESTBED_RECIPE', 'TESTBEDS_MAX_GB', 'DISK_FULL', 'OVERLAY_UNSAFE', 'EDITABLE_INSTALL', 'BUILD_FILES',
            'BUILD_SUFFIXES', 'ROOT_BUILD_FILES', 'testbed_key', 'Prepared', 'testbeds_dir', 'prepared',
            'testbeds_max_bytes', 'prune', 'copy_tree', 'prepare', 'forget', 'mount_overlay', 'open_view', 'close_view',
-           'installed_mark', 'installed', 'mark_installed', 'install_reads', 'install_same', 'tree_digest']
+           'installed_mark', 'env_build', 'installed', 'mark_installed', 'install_reads', 'install_same', 'tree_digest']
 
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #083126b6
 TESTBED_RECIPE = 2  # bump when what a prepared testbed holds changes: every older one is prepared again
@@ -90,6 +90,8 @@ def prune(where: Path, keep: str | None = None, max_bytes: int | None = None) ->
     limit = testbeds_max_bytes() if max_bytes is None else max_bytes
     entries = []
     for m in where.glob("*/meta.json"):
+        if in_use(m.parent):  # a session's view of it is open
+            continue
         try:
             entries.append((m.parent.stat().st_mtime, m.parent.name, json.loads(m.read_text()).get("bytes", 0)))
         except (OSError, ValueError):
@@ -187,12 +189,22 @@ def installed_mark(env: Env) -> Path:
     return Path(env.path).with_name(Path(env.path).name + ".installed")
 
 
-def installed(env: Env) -> str | None:
-    "The key of the prepared working copy last installed into `env`, or None."
+def env_build(env: Env) -> str:
+    "Which build of `env` this is: its `.ready` file's inode and time (a rebuilt env under the same name differs)."
     try:
-        return installed_mark(env).read_text().strip() or None
+        st = (Path(env.path) / ".ready").stat()
+    except OSError:
+        return "unbuilt"
+    return f"{st.st_ino}-{st.st_mtime_ns}"
+
+
+def installed(env: Env) -> str | None:
+    "The key of the prepared working copy last installed into this build of `env`, or None."
+    try:
+        key, build = (installed_mark(env).read_text().split() + ["", ""])[:2]
     except OSError:
         return None
+    return key if key and build == env_build(env) else None  # a mark that outlived its env names nothing
 
 
 def mark_installed(env: Env, key: str | None):
@@ -201,12 +213,13 @@ def mark_installed(env: Env, key: str | None):
     if key is None:
         f.unlink(missing_ok=True)
     else:
-        f.write_text(key + "\n")
+        f.write_text(f"{key} {env_build(env)}\n")
 
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #81239156
 EDITABLE_INSTALL = re.compile(r"(?:^|\s)(?:-e|--editable)(?:\s|=)|\bsetup\.py\s+develop\b")
 BUILD_FILES = {"setup.py", "setup.cfg", "pyproject.toml", "MANIFEST.in", "meson.build", "CMakeLists.txt", "Makefile"}
-BUILD_SUFFIXES = {".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".pyx", ".pxd", ".pxi", ".f", ".f90", ".cu", ".so"}
+BUILD_FILES |= {"setup_package.py"}  # astropy's per-package build hooks
+BUILD_SUFFIXES = {".tp", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".pyx", ".pxd", ".pxi", ".f", ".f90", ".cu", ".so"}
 BUILD_SUFFIXES |= {".toml", ".cfg", ".in", ".ini"}  # configuration a build backend may read
 ROOT_BUILD_FILES = ["setup.py", "setup.cfg", "pyproject.toml", "MANIFEST.in"]
 
@@ -218,7 +231,7 @@ def install_reads(path: str, build_text: str) -> bool:
         return True
     names = [path, p.name]
     if p.suffix == ".py":  # `pkg/mod.py` is `pkg.mod`; `pkg/__init__.py` is `pkg` itself
-        parts = p.with_suffix("").parts
+        parts = p.with_suffix("").parts[1 if p.parts[0] == "src" else 0 :]  # a src layout's modules
         names.append(".".join(parts[:-1] if p.name == "__init__.py" else parts))
     return any(n in build_text for n in names)
 
