@@ -22,10 +22,11 @@ from .parallel import grade_jobs
 from ..tasks.datasets import KNOWN
 
 # %% auto #0
-__all__ = ['POLICIES', 'DEFINITIONS', 'GRADING_FIELDS', 'TWIN_NOTE', 'NO_F2P', 'GRADABLE_DIR', 'NOT_GRADABLE', 'policy_patch',
-           'resolved_definition', 'expected', 'twin_key', 'twin_groups', 'twins', 'with_twins', 'validate',
-           'lists_no_f2p', 'validation_table', 'validate_policies', 'harness_table', 'gradable_record', 'read_gradable',
-           'load_gradable', 'gradable_onto', 'read_onto', 'not_gradable', 'left_out_result']
+__all__ = ['POLICIES', 'DEFINITIONS', 'GRADING_FIELDS', 'TWIN_NOTE', 'NO_F2P', 'UNFIXED_CODE_LABELS', 'GRADABLE_DIR',
+           'NOT_GRADABLE', 'policy_patch', 'resolved_definition', 'expected', 'twin_key', 'twin_groups', 'twins',
+           'with_twins', 'validate', 'lists_no_f2p', 'both_expected', 'validation_table', 'validate_policies',
+           'harness_table', 'gradable_record', 'read_gradable', 'load_gradable', 'gradable_onto', 'read_onto',
+           'not_gradable', 'left_out_result']
 
 # %% ../../nbs/grading/04a_validation.ipynb #8871893a
 POLICIES = ("gold", "empty")
@@ -138,6 +139,17 @@ def lists_no_f2p(gold: dict) -> bool:
     done = bool(gold.get("patch_applied")) and bool(gold.get("f2p_resolved")) and not gold.get("error")
     return done and gold.get("f2p_total") == 0  # a run cut short counts none too, but is not resolved
 
+# %% ../../nbs/grading/04a_validation.ipynb #7950620e
+UNFIXED_CODE_LABELS = (Label.NO_TEST_OUTPUT, Label.TIMEOUT, Label.LOG_CUT)  # what the code under test itself causes
+
+
+def both_expected(gold: dict, empty: dict) -> tuple:
+    "`expected` of an instance's gold and empty records, the empty one's run label read as a failure when gold resolves."
+    ok = expected(gold), expected(empty)
+    if ok == (True, None) and empty.get("infra_reason") in UNFIXED_CODE_LABELS:
+        return True, True
+    return ok
+
 # %% ../../nbs/grading/04a_validation.ipynb #0293c45b
 def validation_table(grades: list, tasks: list, policy: str, definition: str = "swe-bench") -> list:
     "Rows per repository: n, as expected, unexpected, infrastructure errors by reason."
@@ -205,7 +217,7 @@ def harness_table(records: list) -> list:
         if g is None or e is None:
             row["one policy only"] += 1
             continue
-        ok = expected(g), expected(e)
+        ok = both_expected(g, e)
         if lists_no_f2p(g):
             row["infra"][NO_F2P["label"]] += 1
         elif ok == (True, True):
@@ -239,7 +251,7 @@ def gradable_record(records: list, dataset: str, note: str = "", tasks: list = (
         if lists_no_f2p(g):  # sklearn-9772 (Verified): nothing can fail
             out["other"][iid] = {"repo": g["repo"], "label": Label.UPSTREAM_DEFECT, "policy": "gold"} | NO_F2P
             continue
-        ok = expected(g), expected(e)
+        ok = both_expected(g, e)
         if ok == (True, True):
             out["gradable"].append(iid)
             continue

@@ -353,7 +353,11 @@ def contextbench_ci(
     "ContextBench metrics with bootstrap CIs over instances: one row per metric (estimate, ci_low, ci_high, n, method)."
     recs = list(records)
     keys = [k for k in CB_KEYS if k in contextbench_metrics(recs)]
-    stat = lambda idx: np.array([contextbench_metrics([recs[i] for i in idx]).get(k, nan) for k in keys], dtype=float)
+
+    def stat(idx) -> np.ndarray:  # one resample's metrics, computed once for all keys
+        m = contextbench_metrics([recs[i] for i in idx])
+        return np.array([m.get(k, nan) for k in keys], dtype=float)
+
     est = stat(np.arange(len(recs)))
     lo, hi, how = bootstrap_ci(len(recs), stat, n_resamples, level, method, seed)
     return pd.DataFrame({"metric": keys, "estimate": est, "ci_low": lo, "ci_high": hi, "n": len(recs), "method": how})
