@@ -294,7 +294,7 @@ def gradable_onto(old: dict, new: dict) -> dict:
     other |= {i: v for i, v in new["other"].items() if i in done}
     gradable = sorted((set(old["gradable"]) - done) | set(new["gradable"]))
     note = "; then ".join(n for n in (old.get("note"), new.get("note")) if n)
-    return {"dataset": new["dataset"], "note": note, "gradable": gradable, "other": other}
+    return machine_free({"dataset": new["dataset"], "note": note, "gradable": gradable, "other": other})  # old kept too
 
 # %% ../../nbs/grading/04a_validation.ipynb #67df447c
 def read_onto(path, dataset: str) -> dict:
