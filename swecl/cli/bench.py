@@ -81,6 +81,8 @@ def cmd_bench(a):
             + ", ".join(f"{k}: setup {r[f'median_{k}_setup_s']}, total {r[f'median_{k}_total_s']}" for k in ("old", "cold", "warm"))
             + f"; warm total minus tests {r['median_warm_overhead_s']} s."
         )  # fmt: skip
+        for iid, why in r["skipped"].items():
+            print(f"{iid} not timed: {why}")
         return write_json(a.json, r)
     if a.sandbox == "docker":
         r = bench.bench_grading(

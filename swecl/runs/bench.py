@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..base.core import SandboxError
 from ..base.schema import Experience
 from ..envs.envs import copy_dists, dist_closure
 from ..grading.grading import grade
@@ -113,9 +114,13 @@ def bench_testbeds(tasks: list, mirrors: list, compat: bool = False, progress: b
     "Per task, grading seconds by phase on the old path, with testbeds cold and warm; medians and the speed-up."
     old = LocalSandbox(mirrors, compat=compat, testbeds=False)
     new = LocalSandbox(mirrors, compat=compat)
-    rows = []
+    rows, skipped = [], {}
     for t in tqdm(tasks, desc="bench testbeds", disable=not progress, unit="task"):
-        forget(testbed_key(t, new.env_for(t), True))  # cold: prepared by the first grading below
+        try:
+            forget(testbed_key(t, new.env_for(t), True))  # cold: prepared by the first grading below
+        except SandboxError as e:  # no env here (labelled as in grading): nothing to time, the others go on
+            skipped[t.instance_id] = f"{e.reason}: {str(e)[:200]}"
+            continue
         runs = {"old": _graded(t, old), "cold": _graded(t, new), "warm": _graded(t, new)}
         row = {"instance_id": t.instance_id} | {f"{k}_{p}_s": r[p] for k, r in runs.items() for p in PHASES}
         row["agree"] = len({tuple(r["verdicts"]) for r in runs.values()}) == 1
@@ -128,7 +133,7 @@ def bench_testbeds(tasks: list, mirrors: list, compat: bool = False, progress: b
         for p in PHASES
     }
     warm_over = _median([r["warm_total_s"] - r["warm_tests_s"] for r in rows])
-    return {"tasks": rows, "n": len(rows), "agreeing": sum(r["agree"] for r in rows)} | med | {
+    return {"tasks": rows, "n": len(rows), "agreeing": sum(r["agree"] for r in rows), "skipped": skipped} | med | {
         "median_warm_overhead_s": round(warm_over, 3),
         "target": "warm setup median <= 1.0 s; warm total <= tests + 2 s at the median",
     }  # fmt: skip
