@@ -21,6 +21,7 @@ from ..base.core import MAX_INPUT_BYTES, read_regular
 from .base import DATASET_HELP, UsageError, arg, command, write_json, write_text
 from ..envs.envcache import env_inventory, prune_envs, usage_by_repo
 from ..grading import validation
+from ..grading.parallel import ENGINES
 from ..models.model_base import TimeBudget, model_spec
 from ..models.models import make_model
 from ..runs.caches import CACHES, cache_rows, prune_caches
@@ -47,7 +48,7 @@ PARALLEL_ARGS = (
     ),
     arg(
         "--engine",
-        choices=["local", "ray"],
+        choices=list(ENGINES),
         default="local",
         help="local: this machine's processes; ray: each group of tasks as a Ray task on $RAY_ADDRESS, or a local Ray of --workers CPUs (the ray extra)",
     ),

@@ -5,11 +5,12 @@
 # %% ../../nbs/grading/04j_parallel.ipynb #16b66ac3
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import queue
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor
 
 from tqdm.auto import tqdm
 
@@ -66,10 +67,8 @@ def _pool_results(jobs, groups, sandbox, grader, log_dir, workers, bar) -> list:
         futures = [pool.submit(grade_group, [jobs[i] for i in g], sandbox, grader, log_dir, done) for g in groups]
         try:
             while not all(f.done() for f in futures):
-                try:
+                with contextlib.suppress(queue.Empty):  # the half-second wait lets the loop see a group end
                     bar.update(done.get(timeout=0.5))
-                except queue.Empty:
-                    wait(futures, timeout=0)
         except BaseException:  # Ctrl-C: the groups not yet started never start
             pool.shutdown(wait=False, cancel_futures=True)
             raise
