@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -23,11 +24,11 @@ from ..base.labels import Label
 
 # %% auto #0
 __all__ = ['PYTHON_DIRS', 'SETUPTOOLS', 'FAR_FUTURE', 'LEGACY_PIP', 'NETWORK_ERRORS', 'OLD_SETUPTOOLS', 'OLD_BUILD_SIGNS',
-           'FAILED_BUILD', 'UNREACHABLE_SOURCE', 'UNSUPPORTED_GIT', 'PYTHON_REFUSAL', 'host_python', 'home_of',
-           'atomic_dir', 'uv_bin', 'python_version', 'pyenv_root', 'python_candidates', 'installed_pythons',
-           'closest_version', 'find_python', 'pip_for', 'dated_args', 'install_failure', 'pip_install', 'unbuildable',
-           'install_leaving_out', 'pins_refusal', 'own_interpreter', 'relocate_scripts', 'link_shared', 'create_venv',
-           'compile_bytecode', 'has_pep517_backend']
+           'FAILED_BUILD', 'UNREACHABLE_SOURCE', 'UNSUPPORTED_GIT', 'PYTHON_REFUSAL', 'BYTECODE_STAMP', 'PATH_FILES',
+           'host_python', 'home_of', 'atomic_dir', 'uv_bin', 'python_version', 'pyenv_root', 'python_candidates',
+           'installed_pythons', 'closest_version', 'find_python', 'pip_for', 'dated_args', 'install_failure',
+           'pip_install', 'unbuildable', 'install_leaving_out', 'pins_refusal', 'own_interpreter', 'relocate_scripts',
+           'link_shared', 'create_venv', 'site_signature', 'compile_bytecode', 'has_pep517_backend']
 
 # %% ../../nbs/envs/03i_venvs.ipynb #9290b92b
 def host_python() -> str:
@@ -360,12 +361,39 @@ def create_venv(uv, py: str, dest: Path):
         raise EnvError(f"Creating a virtualenv with {py} failed: {r.stderr.strip()[:200]}", Label.ENV_BUILD)
 
 # %% ../../nbs/envs/03i_venvs.ipynb #2b4fa736
-def compile_bytecode(venv: Path):
-    "Compile the installed modules of `venv` to bytecode, as pip does at install (compileall skips what is up to date: a second call costs a second or two)."
+BYTECODE_STAMP = ".swecl-bytecode"
+PATH_FILES = (".pth", ".egg-link")  # rewritten by every editable install; they hold no code to compile
+
+
+def site_signature(venv: Path) -> str:
+    "The name and modification time of each entry at the top of `venv`'s site-packages (an install changes them)."
+    rows = []
+    for site in sorted(Path(venv).glob("lib/python*/site-packages")):
+        with os.scandir(site) as entries:
+            rows += [
+                f"{site.parent.name}/{e.name} {e.stat(follow_symlinks=False).st_mtime_ns}"
+                for e in entries
+                if not e.name.endswith(PATH_FILES)
+            ]
+    return hashlib.sha256("\n".join(sorted(rows)).encode()).hexdigest()
+
+
+def compile_bytecode(venv: Path) -> bool:
+    "Compile the installed modules of `venv` to bytecode, as pip does at install, unless nothing changed since the last time (False)."
+    stamp = Path(venv) / BYTECODE_STAMP
+    with contextlib.suppress(OSError):
+        if stamp.read_text() == site_signature(venv):
+            return False
     sites = [str(p) for p in sorted(Path(venv).glob("lib/python*/site-packages"))]
     py = Path(venv) / "bin" / "python"
-    with contextlib.suppress(subprocess.TimeoutExpired):  # what did not compile in time compiles at import, as before
+    try:
         subprocess.run([str(py), "-m", "compileall", "-q", "-j", "0", *sites], capture_output=True, timeout=1800)
+    except subprocess.TimeoutExpired:  # what did not compile in time compiles at import, as before; try again next time
+        return True
+    tmp = stamp.with_name(f"{BYTECODE_STAMP}.{os.getpid()}.tmp")
+    tmp.write_text(site_signature(venv))  # read after compiling: compiling adds __pycache__ folders
+    tmp.replace(stamp)  # atomic: another process may be reading it
+    return True
 
 # %% ../../nbs/envs/03i_venvs.ipynb #21546da9
 def has_pep517_backend(py: Path) -> bool:

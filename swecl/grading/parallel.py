@@ -9,6 +9,7 @@ import contextlib
 import multiprocessing
 import os
 import queue
+import threading
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 
@@ -18,7 +19,7 @@ from ..base.labels import Label
 from .grading import Grade, grade, mark_infra
 
 # %% auto #0
-__all__ = ['ENGINES', 'env_group', 'job_groups', 'grade_group', 'grade_jobs', 'bar_iter']
+__all__ = ['ENGINES', 'env_group', 'job_groups', 'envs_ahead', 'grade_group', 'grade_jobs', 'bar_iter']
 
 # %% ../../nbs/grading/04j_parallel.ipynb #63fbeaf4
 ENGINES = ("local", "ray")
@@ -37,10 +38,29 @@ def job_groups(jobs: list) -> list[list[int]]:
     return sorted(groups.values(), key=lambda g: (-len(g), g[0]))
 
 # %% ../../nbs/grading/04j_parallel.ipynb #136915e5
+def _find_env(find, task):
+    "Find or build `task`'s env (a thread's work)."
+    with contextlib.suppress(Exception):  # a failed build is remembered (`swebench_env`) and labelled when graded
+        find(task)
+
+
+def envs_ahead(jobs: list, sandbox):
+    "Each of `jobs` in turn; while the caller grades one, a thread finds (or builds) the env of the next."
+    find = getattr(sandbox, "env_for", None)  # a docker sandbox's envs are its images: nothing to build here
+    for i, job in enumerate(jobs):
+        ahead = None
+        if find is not None and i + 1 < len(jobs):
+            ahead = threading.Thread(target=_find_env, args=(find, jobs[i + 1][0]), daemon=True)  # Ctrl-C ends it
+            ahead.start()
+        yield job
+        if ahead is not None:
+            ahead.join()  # the next env is in the sandbox's table: its grading finds it at once
+
+
 def grade_group(jobs: list, sandbox, grader=grade, log_dir=None, done=None) -> list[Grade]:
     "Grade each (task, patch) of `jobs` in turn with `grader`; a `done` queue hears of each as it finishes."
     grades = []
-    for task, patch in jobs:
+    for task, patch in envs_ahead(jobs, sandbox):
         try:
             grades.append(grader(task, patch, sandbox, log_dir=log_dir))
         except Exception as e:  # a grader that raises (a cache write on a full disk) costs one task, not the batch
@@ -113,7 +133,7 @@ def grade_jobs(
         raise ValueError(f"workers must be at least 1 (got {workers}).")
     with tqdm(total=len(jobs), desc=desc, disable=not progress, unit="task") as bar:
         if engine == "local" and (workers == 1 or len(jobs) < 2):
-            return [grader(t, p, sandbox, log_dir=log_dir) for t, p in bar_iter(jobs, bar)]
+            return [grader(t, p, sandbox, log_dir=log_dir) for t, p in bar_iter(envs_ahead(jobs, sandbox), bar)]
         groups = job_groups(jobs)
         how = _ray_results if engine == "ray" else _pool_results
         return _in_order(jobs, groups, how(jobs, groups, sandbox, grader, log_dir, min(workers, len(groups)), bar))
