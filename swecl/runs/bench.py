@@ -110,8 +110,21 @@ def _graded(task, sandbox) -> dict:
     return row | {"verdicts": [verdict_word(g) for g in gs]}
 
 
-def bench_testbeds(tasks: list, mirrors: list, compat: bool = False, progress: bool = True) -> dict:
-    "Per task, grading seconds by phase on the old path, with testbeds cold and warm; medians and the speed-up."
+def _path_row(runs: dict) -> dict:
+    "One task's row: seconds per path and phase, whether the local paths agree, and docker's agreement when it ran."
+    row = {f"{k}_{p}_s": r[p] for k, r in runs.items() for p in PHASES}
+    local = {tuple(r["verdicts"]) for k, r in runs.items() if k != "docker"}
+    row["agree"] = len(local) == 1
+    if "docker" in runs:
+        row |= {
+            "docker_verdicts": runs["docker"]["verdicts"],
+            "docker_agree": local == {tuple(runs["docker"]["verdicts"])},
+        }
+    return row
+
+
+def bench_testbeds(tasks: list, mirrors: list, compat: bool = False, progress: bool = True, docker=None) -> dict:
+    "Per task, grading seconds by phase on the old path, with testbeds cold and warm (and in `docker`); medians and the speed-up."
     old = LocalSandbox(mirrors, compat=compat, testbeds=False)
     new = LocalSandbox(mirrors, compat=compat)
     rows, skipped = [], {}
@@ -122,21 +135,19 @@ def bench_testbeds(tasks: list, mirrors: list, compat: bool = False, progress: b
             skipped[t.instance_id] = f"{e.reason}: {str(e)[:200]}"
             continue
         runs = {"old": _graded(t, old), "cold": _graded(t, new), "warm": _graded(t, new)}
-        row = {"instance_id": t.instance_id} | {f"{k}_{p}_s": r[p] for k, r in runs.items() for p in PHASES}
-        row["agree"] = len({tuple(r["verdicts"]) for r in runs.values()}) == 1
+        runs |= {"docker": _graded(t, docker)} if docker is not None else {}
+        row = {"instance_id": t.instance_id} | _path_row(runs)
         rows.append(
             row | {"speedup": round(row["old_total_s"] / row["warm_total_s"], 1) if row["warm_total_s"] else None}
         )
-    med = {
-        f"median_{k}_{p}_s": round(_median([r[f"{k}_{p}_s"] for r in rows]), 3)
-        for k in ("old", "cold", "warm")
-        for p in PHASES
-    }
+    paths = ("old", "cold", "warm") + (("docker",) if docker is not None else ())
+    med = {f"median_{k}_{p}_s": round(_median([r[f"{k}_{p}_s"] for r in rows]), 3) for k in paths for p in PHASES}
     warm_over = _median([r["warm_total_s"] - r["warm_tests_s"] for r in rows])
+    docker_agree = {"docker_agreeing": sum(r["docker_agree"] for r in rows)} if docker is not None else {}
     return {"tasks": rows, "n": len(rows), "agreeing": sum(r["agree"] for r in rows), "skipped": skipped} | med | {
         "median_warm_overhead_s": round(warm_over, 3),
         "target": "warm setup median <= 1.0 s; warm total <= tests + 2 s at the median",
-    }  # fmt: skip
+    } | docker_agree  # fmt: skip
 
 # %% ../../nbs/runs/14_bench.ipynb #f9caa83a
 def _pct(xs, p):
