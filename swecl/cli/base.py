@@ -29,9 +29,9 @@ from ..runs.poisoning import PoisonError
 from ..runs.runner import RunError
 
 # %% auto #0
-__all__ = ['BAD_INPUT', 'MACHINE_ERRORS', 'COUNT', 'POSITIVE', 'SECONDS', 'ARG_TYPES', 'DATASET_HELP', 'arg', 'command',
-           'UsageError', 'machine_sentence', 'number', 'write_json', 'write_text', 'output_file', 'frame_text',
-           'Parser', 'default_text', 'HelpFormatter', 'parser', 'quiet_logging', 'dispatch', 'call']
+__all__ = ['BAD_INPUT', 'MACHINE_ERRORS', 'COUNT', 'POSITIVE', 'SECONDS', 'ARG_TYPES', 'DATASET_HELP', 'INTERRUPTED', 'arg',
+           'command', 'UsageError', 'machine_sentence', 'number', 'write_json', 'write_text', 'output_file',
+           'frame_text', 'Parser', 'default_text', 'HelpFormatter', 'parser', 'quiet_logging', 'dispatch', 'call']
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #86874180
 def arg(*flags, **kw) -> tuple:
@@ -186,6 +186,9 @@ def quiet_logging() -> None:
     logging.getLogger().setLevel(level if level in logging.getLevelNamesMapping() else "WARNING")
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #a414567c
+INTERRUPTED = {"run": "; every finished attempt is kept, and the same command resumes from there"}  # what Ctrl-C leaves
+
+
 def dispatch(commands: list, argv=None) -> int:
     "Parse `argv`, run the command, and return its exit status."
     p = parser(commands)
@@ -207,6 +210,9 @@ def dispatch(commands: list, argv=None) -> int:
         return 0
     except SystemExit as e:  # a command's own exit status (validate: 1 on unexpected verdicts; sandbox: the command's)
         return e.code
+    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback, and the shell's status for SIGINT
+        print(f"swecl {a.command}: interrupted{INTERRUPTED.get(a.command, '')}.", file=sys.stderr)
+        return 130
     except BAD_INPUT as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         print(f"swecl {a.command}: {term_text(' '.join(str(msg).split()))}", file=sys.stderr)  # one line, no escapes

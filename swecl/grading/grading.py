@@ -74,6 +74,9 @@ class Grade:
     log_path: str | None = None
     notes: list = field(default_factory=list)
     suspicious: list = field(default_factory=list)  # 'path: why' for what the patch used to steer the test runner
+    failed_tests: dict = field(
+        default_factory=dict
+    )  # FAIL_TO_PASS/PASS_TO_PASS -> {test id: status} of those not passed
 
     RECORD_KEYS = tuple(
         "instance_id patch_applied f2p_passed f2p_total p2p_passed p2p_total resolved f2p_resolved error".split()
@@ -97,13 +100,14 @@ class Grade:
 
 # %% ../../nbs/grading/04_grading.ipynb #4ee5e578
 def attempt_verdict(g: Grade) -> dict:
-    "The verdict fields of an attempt record: both resolved definitions, whether the patch applied, counts, label, log."
+    "The verdict fields of an attempt record: both resolved definitions, whether the patch applied, counts, the tests that did not pass, label, log."
     return {
         "resolved": g.resolved,
         "f2p_resolved": g.f2p_resolved,
         "patch_applied": g.patch_applied,
         "f2p": [g.f2p_passed, g.f2p_total],
         "p2p": [g.p2p_passed, g.p2p_total],
+        "failed_tests": g.failed_tests,
         "infra_reason": g.infra_reason,
         "grade_log": g.log_path,
         "suspicious": g.suspicious,
@@ -317,8 +321,14 @@ def no_results_verdict(g: Grade, task: Task, r: RunResult, patch: str, signs) ->
 
 # %% ../../nbs/grading/04_grading.ipynb #acae54e37e7d407bbb7b55eff062a284
 def count_results(g: Grade, task: Task) -> list:
-    "Fill the counts and the resolution of `g` from its statuses; the expected test ids."
+    "Fill the counts, the tests that did not pass (with their status, or MISSING) and the resolution of `g` from its statuses; the expected test ids."
     rep = test_report(task, g.statuses)
+    statuses = with_id_spellings(task.FAIL_TO_PASS + task.PASS_TO_PASS, g.statuses)
+    g.failed_tests = {
+        kind: {t: statuses.get(t, "MISSING") for t in rep[kind]["failure"]}
+        for kind in ("FAIL_TO_PASS", "PASS_TO_PASS")
+        if rep[kind]["failure"]
+    }
     g.f2p_passed, g.p2p_passed = len(rep["FAIL_TO_PASS"]["success"]), len(rep["PASS_TO_PASS"]["success"])
     g.f2p_total, g.p2p_total = len(task.FAIL_TO_PASS), len(task.PASS_TO_PASS)
     g.f2p_resolved = g.f2p_passed == g.f2p_total

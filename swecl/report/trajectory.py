@@ -29,8 +29,8 @@ from ..runs.progress import failure_reason
 # %% auto #0
 __all__ = ['ID_FORM', 'KIND_NAMES', 'FOLD', 'CONTROL', 'LIST_COLUMNS', 'cell_records', 'cells_under', 'Attempt', 'load_attempt',
            'attempt_file', 'matching', 'find_attempt', 'model_price', 'usage_by_kind', 'call_text', 'step_items',
-           'printable', 'fold', 'verdict', 'facts', 'attempts_frame', 'cost_text', 'step_tokens', 'usage_table',
-           'step_renderables', 'render_attempt', 'show']
+           'printable', 'fold', 'verdict', 'failed_tests_text', 'facts', 'attempts_frame', 'cost_text', 'step_tokens',
+           'usage_table', 'step_renderables', 'render_attempt', 'show']
 
 # %% ../../nbs/report/12c_trajectory.ipynb #cde1d4fc
 ID_FORM = "an attempt id such as first-i1-j1-s0 (CELL/ before it when several cells have it) or a task's instance id"
@@ -219,6 +219,15 @@ def verdict(rec: dict) -> str:
     return "RESOLVED" if rec.get("resolved") else "NOT RESOLVED"
 
 # %% ../../nbs/report/12c_trajectory.ipynb #865fd8be
+def failed_tests_text(failed: dict, most: int = 5) -> str:
+    "The expected tests that did not pass, by kind, each with its status (FAILED, ERROR, MISSING: it never ran)."
+    parts = []
+    for kind, tests in (failed or {}).items():
+        names = [f"{printable(str(t))} ({printable(str(s))})" for t, s in list(tests.items())[:most]]
+        parts.append(f"{kind}: {', '.join(names)}" + (f" and {len(tests) - most} more" if len(tests) > most else ""))
+    return "; ".join(parts)
+
+
 def facts(a: Attempt) -> list:
     "(label, text) rows of an attempt's header."
     r, n = a.record, lambda k: r.get(k) if r.get(k) is not None else "?"
@@ -235,6 +244,10 @@ def facts(a: Attempt) -> list:
         ("time", f"{n('seconds')} s ({n('agent_seconds')} s agent)"),
         ("tool calls", ", ".join(f"{k} {v}" for k, v in (r.get("tool_counts") or {}).items()) or "none"),
     ]  # fmt: skip
+    if r.get("failed_tests"):
+        rows.append(("failed tests", failed_tests_text(r["failed_tests"])))
+    if r.get("grade_log"):
+        rows.append(("grade log", printable(str(r["grade_log"]))))  # relative to the cell's folder
     if r.get("suspicious"):
         rows.append(("flagged", "; ".join(printable(str(x)) for x in r["suspicious"])))
     if r.get("retrieved"):

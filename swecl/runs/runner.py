@@ -222,6 +222,7 @@ def attempt_record(
         **{k: r[k] for k in rest}, "retrieved": retrieved, "patch": r["patch"], "trajectory": r["trajectory"],
         "model": cell.model, "memory": cell.memory, "content": cell.content, "seed": cell.seed, "time": time.time(),
         "suspicious": r.get("suspicious") or [],  # a flagged grading: never counted resolved
+        "failed_tests": r.get("failed_tests") or {}, "grade_log": r.get("grade_log"),
     } | ({"infra_reason": Label.MODEL_ERROR} if r["exit_reason"] == "model_error" else {})  # fmt: skip
 
 # %% ../../nbs/runs/11_runner.ipynb #1e08070f
@@ -239,7 +240,9 @@ def run_attempt(
     traj = st.dir / "trajectories" / f"{attempt_id(*key)}.jsonl"
     traj.unlink(missing_ok=True)
     extra = [mem.tool(t)] if cell.setting.is_tool else None
-    r = solve(t, model, sandbox, cfg, ctx or None, traj, log_dir=st.dir / "logs", extra_tools=extra)
+    logs = st.dir / "logs" / attempt_id(*key)  # one folder per attempt: a re-test never overwrites the first's log
+    r = solve(t, model, sandbox, cfg, ctx or None, traj, log_dir=logs, extra_tools=extra)
+    r["grade_log"] = Path(r["grade_log"]).relative_to(st.dir).as_posix() if r.get("grade_log") else None
     retrieved = [h for hits in mem.tool_hits for h in hits] if cell.setting.is_tool else retrieved
     rec = attempt_record(cell, t, kind, i, j, s, len(tasks), r, retrieved)
     st.add(rec)
