@@ -155,18 +155,17 @@ def test_isolated_model_errors_do_not_stop_and_are_redone(tmp_path, mini, sb):
     assert sorted(p["instance_id"] for p in preds) == [f"swecl-mini__textkit-{i}" for i in range(1, 6)]
 
 
-@pytest.mark.slow
-def test_swecl_run_with_a_down_server_exits_nonzero(swecl_bin, tmp_path):
-    # the default retry settings (six, with backoff): about 30 s per attempt
+def test_swecl_run_with_a_down_server_is_refused_before_the_estimate(swecl_bin, tmp_path):
+    # a server that is down at the start: one sentence and exit 2, before the estimate and before any folder
     plan = tmp_path / "p.yaml"
     plan.write_text(yaml.safe_dump({"experiment": "down", "dataset": "mini", "models": ["configured"],
                                     "sequences": [SEQ], "max_tasks": 3, "schedule": "sequential"}))  # fmt: skip
     env = os.environ | {"SWECL_MODEL": f"openai:http://127.0.0.1:{closed_port()}/v1:m"}
     env.pop("ANTHROPIC_API_KEY", None)
     r = run(swecl_bin, "run", "--plan", str(plan), "--out", str(tmp_path / "res"), env=env)
-    assert r.returncode == 1, r.stderr[-2000:]
-    assert "stopped after 3 attempts in a row could not use the model" in r.stdout
-    assert "resolved on first attempt" not in r.stdout and "Traceback" not in r.stderr
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stdout == "" and "does not answer at http://127.0.0.1:" in r.stderr, (r.stdout, r.stderr)
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "res").exists(), r.stderr
 
 
 # --- Append-only files are repaired without loss -----------------------------------------------------------------------

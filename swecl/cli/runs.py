@@ -14,6 +14,7 @@ import pandas as pd
 from .base import UsageError, arg, command, frame_text, write_json
 from ..memory import memory, retrieval
 from ..models.model_base import model_spec
+from ..models.models import model_ready
 from ..report import trajectory
 from ..report.results import RETRIEVAL_COLUMNS, run_coverage
 from ..runs import poisoning, runner, transfer
@@ -96,6 +97,8 @@ def cmd_run(a):
     tcells = transfer.expand_transfer(cfg)  # a plan that cannot measure transfer is refused here
     if tcells and a.engine != "local":
         raise UsageError("Transfer cells run with --engine local only; use it, or drop the plan's transfer.")
+    for spec in dict.fromkeys(c.model for c in cfg.cells) if not a.dry_run else ():
+        model_ready(spec)  # a key not set or a server down: one sentence now, before the estimate and any folder
     est = estimate_cells(list(cfg.cells) + tcells, cfg.bench, a.out, workers)
     print(estimate_text(est))
     if also := [

@@ -38,10 +38,10 @@ from swecl.models.model_base import (
 )
 
 # %% auto #0
-__all__ = ['MAX_BODY_BYTES', 'BACKENDS', 'anthropic_messages', 'build_request', 'usage_from_anthropic', 'reply_from_anthropic',
-           'api_key_from', 'AnthropicModel', 'openai_messages', 'usage_from_openai', 'classify_http',
-           'tool_call_from_openai', 'reply_from_openai', 'ResponseTooLarge', 'bounded_body', 'OpenAIModel',
-           'LlamaCppModel', 'scripted_model', 'make_model', 'configured_models']
+__all__ = ['MAX_BODY_BYTES', 'BACKENDS', 'READY_TIMEOUT', 'anthropic_messages', 'build_request', 'usage_from_anthropic',
+           'reply_from_anthropic', 'api_key_from', 'AnthropicModel', 'openai_messages', 'usage_from_openai',
+           'classify_http', 'tool_call_from_openai', 'reply_from_openai', 'ResponseTooLarge', 'bounded_body',
+           'OpenAIModel', 'LlamaCppModel', 'scripted_model', 'make_model', 'model_ready', 'configured_models']
 
 # %% ../../nbs/models/05_models.ipynb #b0f498c7
 def _blocks(content) -> list:
@@ -412,6 +412,34 @@ def make_model(spec: str | ModelSpec, **kw) -> Model:
     "A model from its registry string or spec; bad strings and missing keys fail here, before any task starts."
     m = model_spec(spec)
     return BACKENDS[m.kind](m, **kw)
+
+# %% ../../nbs/models/05_models.ipynb #733f1a1b
+READY_TIMEOUT = 5.0  # seconds a server has to answer before a run starts
+
+
+def _server_answers(model: OpenAIModel, timeout: float) -> None:
+    "Raise `ModelError` when the server of `model` gives no HTTP answer at all within `timeout` seconds."
+    import httpx  # optional dependency (the llm extra)
+
+    try:
+        model.http.get(f"{model.base_url}/models", timeout=timeout)
+    except httpx.HTTPError as e:  # refused, unresolvable or silent: no answer of any kind
+        raise ModelError(
+            f"The server of {model.name} does not answer at {model.base_url} ({type(e).__name__}); start it "
+            "(make local-llm serves the smoke model) or choose another model."
+        ) from None
+
+
+def model_ready(spec: str | ModelSpec, timeout: float = READY_TIMEOUT) -> None:
+    "Raise `ModelError` (one sentence) when `spec` cannot be used at all: a key not set, a file missing, a server silent."
+    m = model_spec(spec)
+    if m.kind == "llamacpp":  # loading the weights is the run's job; their file must be there
+        if not Path(m.path).is_file():
+            raise ModelError(f"The model file {m.path} of {m.raw} does not exist; give the path of a GGUF file.")
+        return
+    model = make_model(m)  # keys, scripts and replay files: the checks a run makes
+    if m.kind == "openai":
+        _server_answers(model, timeout)
 
 # %% ../../nbs/models/05_models.ipynb #ae70f37d
 def configured_models() -> list:
