@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from scipy import stats
 
 from .labels import Label
+from .lazy import lazy_module
 
 # %% auto #0
 __all__ = ['PROJECT_ROOT', 'PACKAGE_DATA', 'MAX_COMPONENT_BYTES', 'MAX_INPUT_BYTES', 'MAX_SMALL_BYTES', 'MAX_YAML_NODES',
@@ -33,6 +33,9 @@ __all__ = ['PROJECT_ROOT', 'PACKAGE_DATA', 'MAX_COMPONENT_BYTES', 'MAX_INPUT_BYT
            'check_regular', 'bounded_read', 'read_regular', 'yaml_nodes', 'load_yaml', 'append_jsonl', 'JsonlError',
            'parse_jsonl', 'read_jsonl', 'config_diff', 'git_commit', 'ensure_manifest', 'diff_paths', 'iso_time',
            'bootstrap_ci', 'wilson']
+
+# %% ../../nbs/base/00_core.ipynb #f4828f4c
+stats = lazy_module("scipy.stats")  # bootstrap intervals only: loaded when first used
 
 # %% ../../nbs/base/00_core.ipynb #03be6dbd
 _HERE = Path(__file__).resolve().parent.parent if "__file__" in globals() else Path.cwd().parent.parent / "swecl"

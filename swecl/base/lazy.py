@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import importlib
 import sys
+import types
 
 # %% auto #0
-__all__ = ['lazy_names']
+__all__ = ['lazy_names', 'LazyModule', 'lazy_module']
 
 # %% ../../nbs/base/00b_lazy.ipynb #8edb47106e1a46a883d545849b8ab81b
 def lazy_names(package: str, modules: tuple) -> tuple:
@@ -35,3 +36,17 @@ def lazy_names(package: str, modules: tuple) -> tuple:
         )
 
     return __getattr__, __dir__
+
+# %% ../../nbs/base/00b_lazy.ipynb #45687f4b
+class LazyModule(types.ModuleType):
+    "A stand-in for the module of the same name, imported when one of its names is first used."
+
+    def __getattr__(self, attr: str):  # called only for names the stand-in lacks: all of the module's
+        module = self.__dict__.get("_module") or importlib.import_module(self.__name__)
+        self.__dict__["_module"] = module
+        return getattr(module, attr)
+
+
+def lazy_module(name: str):
+    "The module `name`, bound now and imported when one of its names is first used (an imported module as it is)."
+    return sys.modules.get(name) or LazyModule(name)

@@ -17,11 +17,11 @@ import sys
 import warnings
 from pathlib import Path
 
-import pandas as pd
 import yaml
 
 from .. import __version__
 from ..base.core import InfraError
+from ..base.lazy import lazy_module
 from ..base.schema import DatasetError
 from ..models.models import ModelError
 from ..report.parts import term_text
@@ -32,6 +32,9 @@ from ..runs.runner import RunError
 __all__ = ['BAD_INPUT', 'MACHINE_ERRORS', 'COUNT', 'POSITIVE', 'SECONDS', 'ARG_TYPES', 'DATASET_HELP', 'INTERRUPTED', 'arg',
            'command', 'UsageError', 'machine_sentence', 'number', 'write_json', 'write_text', 'output_file',
            'frame_text', 'Parser', 'default_text', 'HelpFormatter', 'parser', 'quiet_logging', 'dispatch', 'call']
+
+# %% ../../nbs/cli/13a_cli_base.ipynb #9845d63a
+pd = lazy_module("pandas")
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #86874180
 def arg(*flags, **kw) -> tuple:

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
+from ..base.lazy import lazy_module
 from .base import DATASET_HELP, UsageError, arg, command, frame_text, write_json, write_text
 from ..grading import validation
 from ..metrics import metrics
@@ -22,6 +21,9 @@ from ..tasks.curriculum import build_swe_bench_cl
 __all__ = ['BUILD_DATASET_ARGS', 'SIMILARITY_ARGS', 'METRICS_ARGS', 'DATASET_NOTES', 'LIST_ARGS', 'cmd_build_dataset',
            'table_text', 'cmd_stats', 'similarity_pairs', 'cmd_similarity', 'left_out_lines', 'cmd_metrics',
            'report_files', 'cmd_report', 'dataset_availability', 'gradable_text', 'dataset_rows', 'columns', 'cmd_list']
+
+# %% ../../nbs/cli/13b_cli_data.ipynb #c383c73e
+matplotlib = lazy_module("matplotlib")
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #fa51b8ae
 BUILD_DATASET_ARGS = (

@@ -9,8 +9,7 @@ import json
 import math
 from pathlib import Path
 
-import pandas as pd
-
+from ..base.lazy import lazy_module
 from .base import UsageError, arg, command, frame_text, write_json
 from ..memory import memory, retrieval
 from ..models.model_base import model_spec
@@ -26,6 +25,9 @@ from ..runs.plans import run_config
 __all__ = ['MAX_TOTAL_COST', 'KEY_HELP', 'RUN_FLAGS', 'RUN_ARGS', 'DRIFT_COLUMNS', 'POISON_ARGS', 'RETRIEVAL_STUDY_ARGS',
            'cell_line', 'flag_help', 'check_cost', 'cmd_run', 'read_drift_table', 'poison_summary', 'drift_line',
            'parse_cells', 'cmd_poison', 'cmd_retrieval_study', 'cmd_show']
+
+# %% ../../nbs/cli/13d_cli_runs.ipynb #11e5ecbc
+pd = lazy_module("pandas")
 
 # %% ../../nbs/cli/13d_cli_runs.ipynb #8b9daa18
 def cell_line(c: dict) -> str:

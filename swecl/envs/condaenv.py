@@ -12,10 +12,10 @@ from pathlib import Path
 import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
-from swebench.harness.constants import MAP_REPO_TO_ENV_YML_PATHS
 
 from ..base.core import EnvError, iso_time
 from ..base.labels import Label
+from ..base.lazy import lazy_module
 from . import venvs
 from ..tasks.repos import git_in, git_show
 
@@ -23,6 +23,9 @@ from ..tasks.repos import git_in, git_show
 __all__ = ['CONDA_TO_PYPI', 'NOT_ON_PYPI', 'SPEC', 'PYTHON_WHEELS', 'NOT_PACKAGES', 'WOULD_INSTALL', 'NO_WHEEL',
            'conda_to_pep508', 'translate_environment_yml', 'install_translated', 'former_path',
            'environment_requirements', 'left_out_names', 'wheel_pins']
+
+# %% ../../nbs/envs/03j_condaenv.ipynb #19c150c1
+swebench_constants = lazy_module("swebench.harness.constants")
 
 # %% ../../nbs/envs/03j_condaenv.ipynb #42214006
 CONDA_TO_PYPI = {
@@ -160,7 +163,7 @@ def _environment_file(gitdir: Path, commit: str, paths: list) -> tuple:
 # %% ../../nbs/envs/03j_condaenv.ipynb #32a2b4ef
 def environment_requirements(gitdir: Path, commit: str, repo: str, cutoff: str | None, pyver: str) -> tuple:
     "(requirements, substitutions, the cut-off they resolve at) of the repository's environment.yml at `commit`."
-    paths = MAP_REPO_TO_ENV_YML_PATHS.get(repo, ["environment.yml"])
+    paths = swebench_constants.MAP_REPO_TO_ENV_YML_PATHS.get(repo, ["environment.yml"])
     path, text, renamed = _environment_file(gitdir, commit, paths)
     reqs, subs = translate_environment_yml(text, f"{path} at {commit[:12]}")
     if renamed:

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from filelock import FileLock
 from packaging.requirements import Requirement
-from swebench.harness.constants import MAP_REPO_TO_REQS_PATHS, MAP_REPO_VERSION_TO_SPECS
 
 from ..base.core import EnvError, cache_dir
 from ..base.labels import Label
+from ..base.lazy import lazy_module
 from ..base.schema import Task
 from . import builds, condaenv, envpython, pins, requirements, venvs
 from . import compat as host_compat
@@ -33,6 +33,9 @@ from ..tasks.repos import git_in, scm_version
 # %% auto #0
 __all__ = ['MINI_ENV_ROOTS', 'ENV_RECIPE', 'COPY_INFIX', 'Env', 'dist_closure', 'copy_dists', 'mini_env', 'swebench_spec',
            'swebench_env_name', 'EnvPlan', 'plan_env', 'swebench_env']
+
+# %% ../../nbs/envs/03b_envs.ipynb #e7dee27b
+swebench_constants = lazy_module("swebench.harness.constants")
 
 # %% ../../nbs/envs/03b_envs.ipynb #b594de1a
 @dataclass
@@ -124,7 +127,7 @@ def swebench_spec(task: Task) -> dict:
     if task.version is None:
         raise _no_version_error(task)
     try:
-        return MAP_REPO_VERSION_TO_SPECS[task.repo][task.version]
+        return swebench_constants.MAP_REPO_VERSION_TO_SPECS[task.repo][task.version]
     except KeyError:
         raise EnvError(
             f"SWE-bench has no install spec for {task.repo} version {task.version} ({task.instance_id}); "
@@ -229,7 +232,9 @@ def _spec_requirements(plan: EnvPlan, tmp: Path) -> tuple[list, list]:
     "(exact pins, the rest) of the spec's requirements file or package list, with the project's build requirements."
     pk = plan.spec.get("packages", "")
     if pk == "requirements.txt":
-        reqs = requirements.requirements_at(plan.gitdir, plan.setup_commit, MAP_REPO_TO_REQS_PATHS[plan.task.repo])
+        reqs = requirements.requirements_at(
+            plan.gitdir, plan.setup_commit, swebench_constants.MAP_REPO_TO_REQS_PATHS[plan.task.repo]
+        )
         (tmp / "requirements.txt").write_text(reqs)
         pinned, loose = requirements.split_pins(reqs.splitlines())
         pinned = [p for p in pinned if not re.match(r"setuptools\s*==", p)]

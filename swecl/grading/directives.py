@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import re
 
-from swebench.harness.test_spec.python import get_test_directives
-
+from ..base.lazy import lazy_module
 from ..base.schema import Task
 
 # %% auto #0
 __all__ = ['TEST_MODULE', 'without_deletions', 'test_modules', 'test_directives']
+
+# %% ../../nbs/grading/04g_directives.ipynb #9984dcec
+swebench_test_spec_python = lazy_module("swebench.harness.test_spec.python")
 
 # %% ../../nbs/grading/04g_directives.ipynb #1114cb7b
 def without_deletions(patch: str) -> str:
@@ -34,5 +36,7 @@ def test_modules(directives: list, expected: list) -> list:
 # %% ../../nbs/grading/04g_directives.ipynb #d84b826a
 def test_directives(task: Task) -> list[str]:
     "SWE-bench's test files/modules to run from the task's test patch, less deleted files and fixture modules."
-    directives = get_test_directives({"repo": task.repo, "test_patch": without_deletions(task.test_patch)})
+    directives = swebench_test_spec_python.get_test_directives(
+        {"repo": task.repo, "test_patch": without_deletions(task.test_patch)}
+    )
     return test_modules(directives, task.FAIL_TO_PASS + task.PASS_TO_PASS)

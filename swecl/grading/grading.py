@@ -15,12 +15,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import yaml
-from swebench.harness.grading import get_eval_tests_report
-from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
-from swebench.harness.log_parsers.python import parse_log_pytest
 
 from ..base.core import SandboxError, component_problem, diff_paths
 from ..base.labels import Label
+from ..base.lazy import lazy_module
 from ..base.schema import Task
 from ..envs.envs import swebench_spec
 from . import evidence
@@ -49,6 +47,11 @@ __all__ = ['APPLY_METHODS', 'TEST_LOG_CHARS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPEN
            'parse_log', 'test_report', 'patch_files', 'apply_patch', 'refuse', 'apply_step', 'prepare_tests',
            'reset_test_files', 'apply_test_patch', 'run_tests', 'adds_dependency', 'mark_infra', 'no_results_verdict',
            'count_results', 'host_label', 'verdict', 'distrust', 'witness_check', 'test_step', 'grade_session', 'grade']
+
+# %% ../../nbs/grading/04_grading.ipynb #7afc4b20
+swebench_grading = lazy_module("swebench.harness.grading")
+swebench_log_parsers = lazy_module("swebench.harness.log_parsers")
+swebench_log_parsers_python = lazy_module("swebench.harness.log_parsers.python")
 
 # %% ../../nbs/grading/04_grading.ipynb #d327c451
 @dataclass
@@ -170,7 +173,11 @@ def session_test_command(s: Session, task: Task) -> tuple[str, list]:
 # %% ../../nbs/grading/04_grading.ipynb #d1d87fc3
 def parse_log(task: Task, log: str) -> dict:
     "Per-test statuses by the repository's SWE-bench parser, each expected id also under its own spelling."
-    parser = parse_log_pytest if is_mini(task) else MAP_REPO_TO_PARSER.get(task.repo, parse_log_pytest)
+    parser = (
+        swebench_log_parsers_python.parse_log_pytest
+        if is_mini(task)
+        else swebench_log_parsers.MAP_REPO_TO_PARSER.get(task.repo, swebench_log_parsers_python.parse_log_pytest)
+    )
     spec = SimpleNamespace(instance_id=task.instance_id, repo=task.repo, version=task.version)
     spec.FAIL_TO_PASS, spec.PASS_TO_PASS = task.FAIL_TO_PASS, task.PASS_TO_PASS
     statuses = missed_statuses(task, log) | parser(readable_log(task.repo, log), spec)
@@ -180,7 +187,9 @@ def parse_log(task: Task, log: str) -> dict:
 def test_report(task: Task, statuses: dict) -> dict:
     "SWE-bench's per-group success/failure lists for the task's F2P and P2P tests."
     statuses = with_id_spellings(task.FAIL_TO_PASS + task.PASS_TO_PASS, statuses)
-    return get_eval_tests_report(statuses, {"FAIL_TO_PASS": task.FAIL_TO_PASS, "PASS_TO_PASS": task.PASS_TO_PASS})
+    return swebench_grading.get_eval_tests_report(
+        statuses, {"FAIL_TO_PASS": task.FAIL_TO_PASS, "PASS_TO_PASS": task.PASS_TO_PASS}
+    )
 
 # %% ../../nbs/grading/04_grading.ipynb #12e7c74c
 def patch_files(patch: str) -> list:

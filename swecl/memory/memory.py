@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 from fastcore.basics import patch
-from sklearn.feature_extraction.text import HashingVectorizer
 from tqdm.auto import tqdm
 
 from ..agent.tools import Tool, ToolResult, tool_schema
+from ..base.lazy import lazy_module
 from ..base.schema import Experience, Task
 from .experience import MemoryError_, append_store, check_store_meta, read_store, representation
 from ..models.model_base import model_spec, with_retries
@@ -24,6 +24,9 @@ from ..models.models import classify_http
 # %% auto #0
 __all__ = ['SETTINGS', 'normalise', 'HashingEmbedder', 'MiniLMEmbedder', 'APIEmbedder', 'make_embedder', 'Hit', 'FilterColumns',
            'MemoryStore', 'approx_tokens', 'entry_text', 'format_memory', 'MemorySetting', 'oracle_links', 'Memory']
+
+# %% ../../nbs/memory/08_memory.ipynb #4d15ad8b
+sklearn_text = lazy_module("sklearn.feature_extraction.text")
 
 # %% ../../nbs/memory/08_memory.ipynb #1de6befa
 def normalise(v: np.ndarray) -> np.ndarray:
@@ -39,7 +42,7 @@ class HashingEmbedder:
 
     def __init__(self, dim: int = 384):
         self.name, self.dim = f"hashing-{dim}", dim
-        self.vec = HashingVectorizer(
+        self.vec = sklearn_text.HashingVectorizer(
             n_features=dim, ngram_range=(1, 2), alternate_sign=False, norm=None, token_pattern=r"(?u)\b\w+\b"
         )
 

@@ -8,16 +8,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 from tqdm.auto import tqdm
 
 from ..base.core import bootstrap_ci
+from ..base.lazy import lazy_module
 from ..base.schema import DatasetError
 from ..tasks.datasets import load
 
 # %% auto #0
 __all__ = ['RetrievalSet', 'lite_problems', 'contextbench_set', 'cl_set', 'rank_metrics', 'bootstrap_means', 'candidate_filters',
            'study_rows', 'retrieval_study', 'default_sets']
+
+# %% ../../nbs/memory/08a_retrieval.ipynb #a4a09d10
+pd = lazy_module("pandas")
 
 # %% ../../nbs/memory/08a_retrieval.ipynb #ff0b5527
 @dataclass

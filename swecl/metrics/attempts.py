@@ -10,14 +10,16 @@ import math
 from collections import Counter
 from pathlib import Path
 
-import pandas as pd
-
 from ..base.core import read_jsonl
 from ..base.labels import as_counted, counted_as, infra_label
+from ..base.lazy import lazy_module
 
 # %% auto #0
 __all__ = ['ATTEMPT_FIELDS', 'ATTEMPT_CHECKS', 'ATTEMPT_TYPES', 'LEFT_OUT_COLUMNS', 'attempt_problem', 'attempt_key',
            'checked_attempts', 'attempt_id', 'record_id', 'read_attempts', 'left_out']
+
+# %% ../../nbs/metrics/09a_attempts.ipynb #ca290cbb
+pd = lazy_module("pandas")
 
 # %% ../../nbs/metrics/09a_attempts.ipynb #acd50ef5
 ATTEMPT_FIELDS = ("sequence_id", "j", "kind", "resolved")

@@ -8,11 +8,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
-from scipy import stats
 
 from ..base.core import bootstrap_ci
 from ..base.labels import infra_label
+from ..base.lazy import lazy_module
 from .attempts import read_attempts  # noqa: F401 (read_attempts: also swecl.metrics.metrics.read_attempts)
 
 nan = np.nan
@@ -22,6 +21,10 @@ __all__ = ['nan', 'CL_KEYS', 'DEFAULT_LAMBDAS', 'TOKEN_KINDS', 'CB_KEYS', 'parse
            'forgetting_terms', 'task_terms', 'tue', 'cl_fbeta', 'cl_metrics', 'cl_metrics_ci', 'mcnemar_exact',
            'paired_bootstrap', 'paired_cl', 'aggregate_seeds', 'contextbench_metrics', 'by_runtime_quantile',
            'contextbench_ci', 'cl_from_attempts']
+
+# %% ../../nbs/metrics/09_metrics.ipynb #03dea3c2
+pd = lazy_module("pandas")
+stats = lazy_module("scipy.stats")
 
 # %% ../../nbs/metrics/09_metrics.ipynb #d926e349
 def parse_schedule(schedule: str) -> tuple:

@@ -9,14 +9,16 @@ import json
 from collections import Counter
 from pathlib import Path
 
-import pandas as pd
-
 from ..base.core import package_file, wilson
+from ..base.lazy import lazy_module
 from ..grading.validation import load_gradable
 from .parts import Section, md_table
 
 # %% auto #0
 __all__ = ['CONTEXTBENCH_SUBSETS', 'POOL_OUTCOMES', 'gradable_counts', 'pool_summary', 'pool_text', 'contextbench_section']
+
+# %% ../../nbs/report/12g_report_contextbench.ipynb #d14ee258
+pd = lazy_module("pandas")
 
 # %% ../../nbs/report/12g_report_contextbench.ipynb #580b3d84
 CONTEXTBENCH_SUBSETS = ("contextbench-lite", "contextbench-verified")

@@ -12,16 +12,20 @@ import re
 from pathlib import Path
 from urllib.parse import quote
 
-import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
-from matplotlib.ticker import MaxNLocator
+
+from ..base.lazy import lazy_module
 
 # %% auto #0
 __all__ = ['CONTROL_SEQ', 'MD_SPECIAL', 'MAX_TICKS', 'Section', 'term_text', 'md_text', 'md_code', 'html_text', 'rel_link',
            'md_link', 'links_out_of', 'check_contained', 'md_table', 'ci_text', 'save_figure', 'cumulative_success',
            'learning_curves_figure', 'draw_learning_curves', 'position_ticks', 'heatmap_figure', 'draw_heatmap',
            'retrieval_figure']
+
+# %% ../../nbs/report/12b_report_parts.ipynb #2df03294
+plt = lazy_module("matplotlib.pyplot")
+pd = lazy_module("pandas")
+ticker = lazy_module("matplotlib.ticker")
 
 # %% ../../nbs/report/12b_report_parts.ipynb #626038d5
 class Section:
@@ -142,7 +146,7 @@ def draw_learning_curves(ax, firsts: pd.DataFrame) -> None:
     for (model, cond), g in firsts.groupby(["model", "condition"]):
         curve = cumulative_success(g)
         ax.plot(curve.index, curve, marker=".", label=f"{model} · {cond}")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
     ax.set_xlabel("sequence position")
     ax.set_ylabel("cumulative success (first attempts)")
     ax.set_ylim(-0.02, 1.02)  # a curve at 0 or 1 stays visible

@@ -8,9 +8,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-import pandas as pd
-
 from ..base.labels import infra_label
+from ..base.lazy import lazy_module
 from ..metrics.attempts import read_attempts
 from ..models.model_base import ModelError, model_spec
 from .parts import Section, md_table
@@ -18,6 +17,9 @@ from .results import cell_config
 
 # %% auto #0
 __all__ = ['PIPELINE_COLUMNS', 'pipeline_kind', 'pipeline_row', 'pipeline_rows', 'pipeline_section']
+
+# %% ../../nbs/report/12f_report_pipeline.ipynb #f772132e
+pd = lazy_module("pandas")
 
 # %% ../../nbs/report/12f_report_pipeline.ipynb #a356b9b8
 PIPELINE_COLUMNS = [

@@ -8,15 +8,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pandas as pd
-
 from ..base.core import package_file
+from ..base.lazy import lazy_module
 from ..grading.validation import load_gradable
 from ..metrics.recorded import paired_conditions
 from .parts import Section, md_table, md_text
 
 # %% auto #0
 __all__ = ['RECORDED_REGRADES', 'regrade_part', 'paired_parts', 'regrade_section']
+
+# %% ../../nbs/report/12h_report_recorded.ipynb #5decff2c
+pd = lazy_module("pandas")
 
 # %% ../../nbs/report/12h_report_recorded.ipynb #4df4e72f
 RECORDED_REGRADES = package_file("regrade")  # re-gradings measured by swecl and kept with it

@@ -9,8 +9,7 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pandas as pd
-
+from ..base.lazy import lazy_module
 from ..base.schema import Benchmark
 from .contextbench import contextbench_section
 from .parts import Section, check_contained, md_code, md_link, md_table
@@ -23,6 +22,9 @@ from ..tasks import datasets, similarity
 # %% auto #0
 __all__ = ['AUTHORS_SIMILARITY_FILES', 'anchor', 'write_index', 'as_benchmark', 'dataset_section', 'authors_similarity',
            'sampled_similarity', 'all_pairs_similarity', 'similarity_section', 'render']
+
+# %% ../../nbs/report/12_report.ipynb #b8af37f5
+pd = lazy_module("pandas")
 
 # %% ../../nbs/report/12_report.ipynb #b4642b1e
 def anchor(title: str) -> str:

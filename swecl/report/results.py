@@ -9,9 +9,8 @@ import json
 import shutil
 from pathlib import Path
 
-import pandas as pd
-
 from ..base.labels import infra_label
+from ..base.lazy import lazy_module
 from ..base.schema import DatasetError
 from ..grading.validation import expected, load_gradable
 from ..metrics import metrics
@@ -38,6 +37,9 @@ __all__ = ['RETRIEVAL_COLUMNS', 'RETRIEVAL_KEYS', 'CELL_KEYS', 'MAX_HEATMAPS', '
            'load_results', 'infra_section', 'no_model_notes', 'coverage', 'describe_runs', 'run_coverage', 'cl_section',
            'curves_section', 'paired_table', 'paired_section', 'table3_section', 'agent_sections', 'authors_drift',
            'run_drift', 'drift_section', 'results_sections']
+
+# %% ../../nbs/report/12a_report_results.ipynb #24f66235
+pd = lazy_module("pandas")
 
 # %% ../../nbs/report/12a_report_results.ipynb #d656fb84
 def _validation_file(f: Path) -> tuple[list, str]:

@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandas as pd
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.rule import Rule
@@ -20,6 +19,7 @@ from rich.text import Text
 
 from ..agent.agent import read_trajectory
 from ..base.labels import counted_as, infra_label
+from ..base.lazy import lazy_module
 from ..metrics.attempts import read_attempts, record_id
 from ..metrics.metrics import TOKEN_KINDS
 from ..models.model_base import ModelError, model_spec, price_of
@@ -31,6 +31,9 @@ __all__ = ['ID_FORM', 'KIND_NAMES', 'FOLD', 'CONTROL', 'LIST_COLUMNS', 'cell_rec
            'attempt_file', 'matching', 'find_attempt', 'model_price', 'usage_by_kind', 'call_text', 'step_items',
            'printable', 'fold', 'verdict', 'failed_tests_text', 'facts', 'attempts_frame', 'cost_text', 'step_tokens',
            'usage_table', 'step_renderables', 'render_attempt', 'show']
+
+# %% ../../nbs/report/12c_trajectory.ipynb #9f6e5f2e
+pd = lazy_module("pandas")
 
 # %% ../../nbs/report/12c_trajectory.ipynb #cde1d4fc
 ID_FORM = "an attempt id such as first-i1-j1-s0 (CELL/ before it when several cells have it) or a task's instance id"

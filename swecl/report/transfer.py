@@ -8,12 +8,11 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 
 from ..base.core import wilson
 from ..base.labels import infra_label
+from ..base.lazy import lazy_module
 from ..metrics.attempts import read_attempts
 from ..metrics.metrics import paired_bootstrap
 from ..models.model_base import model_spec
@@ -24,6 +23,10 @@ from ..runs.transfer import slug
 # %% auto #0
 __all__ = ['ROW_COLUMNS', 'TABLE_KEYS', 'transfer_rows', 'transfer_row', 'transfer_table', 'short_names', 'transfer_matrix',
            'square_text', 'transfer_figure', 'transfer_section']
+
+# %% ../../nbs/report/12e_report_transfer.ipynb #1b546917
+plt = lazy_module("matplotlib.pyplot")
+pd = lazy_module("pandas")
 
 # %% ../../nbs/report/12e_report_transfer.ipynb #ccab4c8f
 ROW_COLUMNS = "experiment model seed condition source target instance_id sample resolved infra".split()

@@ -11,8 +11,7 @@ import re
 import statistics
 from pathlib import Path
 
-import pandas as pd
-
+from ..base.lazy import lazy_module
 from ..grading.validation import not_gradable
 from ..models.model_base import ModelSpec, price_of
 from .runner import attempt_order, cell_tasks, is_model_error
@@ -22,6 +21,9 @@ from .transfer import condition_label
 __all__ = ['POOL_FILE', 'TOKENS', 'PRIORS', 'PRIOR_SOURCE', 'LOCAL_URL', 'measure_priors', 'prices', 'records', 'observed',
            'per_attempt', 'capped', 'done_attempts', 'total', 'estimate_cells', 'money', 'duration', 'tokens_text',
            'estimate_table', 'estimate_text']
+
+# %% ../../nbs/runs/11b_estimate.ipynb #a6a8adca
+pd = lazy_module("pandas")
 
 # %% ../../nbs/runs/11b_estimate.ipynb #c3dd9a38
 POOL_FILE = "swe-contextbench/experience-lite.jsonl.gz"  # under $SWECL_DATA_DIR

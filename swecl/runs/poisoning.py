@@ -10,14 +10,12 @@ import json
 import time
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
-from scipy import stats
 from tqdm.auto import tqdm
 
 from ..agent.single_shot import single_shot_prompt
 from ..base.core import append_jsonl, bootstrap_ci, ensure_manifest, read_jsonl
+from ..base.lazy import lazy_module
 from ..base.schema import DIFFICULTY_LABELS, Task
 from ..memory.memory import make_embedder
 from ..models.model_base import Usage, cost, model_spec
@@ -28,6 +26,11 @@ from ..tasks.datasets import load
 __all__ = ['PoisonError', 'unrelated', 'sample_pairs', 'clean_prompt', 'poisoned_prompt', 'ResponseCache', 'drift', 'pair_record',
            'run_pairs', 'describe', 'drift_tests', 'summarize_drift', 'drift_figure', 'estimate_cost',
            'poisoning_summary', 'run_poisoning']
+
+# %% ../../nbs/runs/10_poisoning.ipynb #2f957f6b
+plt = lazy_module("matplotlib.pyplot")
+pd = lazy_module("pandas")
+stats = lazy_module("scipy.stats")
 
 # %% ../../nbs/runs/10_poisoning.ipynb #a29911ad
 class PoisonError(RuntimeError):

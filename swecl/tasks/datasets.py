@@ -14,7 +14,6 @@ from collections import Counter, defaultdict
 from contextlib import contextmanager
 from pathlib import Path
 
-import pandas as pd
 from huggingface_hub import hf_hub_download, list_repo_files
 
 from swecl.base.core import (
@@ -29,6 +28,7 @@ from swecl.base.core import (
     read_regular,
     sha256_file,
 )
+from ..base.lazy import lazy_module
 from ..base.schema import Benchmark, DatasetError, Experience, Sequence, Task, row_error
 from ..pool.outcomes import SUCCESS, read_outcomes
 from .curriculum import build_swe_bench_cl
@@ -39,6 +39,9 @@ from .mini import load_mini
 __all__ = ['KNOWN', 'EVALUATION_METRICS', 'JOINED_FIELDS', 'data_dirs', 'known_checksums', 'check_checksum', 'download',
            'resolve', 'read_records', 'tasks_from_rows', 'load_swebench', 'load_experience_pool', 'by_repo_sequences',
            'load_contextbench', 'cl_file_text', 'join_verified', 'load', 'stats_table', 'table1_markdown']
+
+# %% ../../nbs/tasks/01_datasets.ipynb #bbf2f5dd
+pd = lazy_module("pandas")
 
 # %% ../../nbs/tasks/01_datasets.ipynb #52438518
 KNOWN = {

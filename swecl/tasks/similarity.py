@@ -13,18 +13,21 @@ from importlib import metadata
 from itertools import combinations
 from pathlib import Path
 
-import matplotlib.pyplot as plt
-import pandas as pd
-from sklearn.feature_extraction.text import TfidfVectorizer
 from tqdm.auto import tqdm
 
 from ..base.core import cache_dir, package_file, write_atomic
+from ..base.lazy import lazy_module
 from ..base.schema import DIFFICULTY_NAMES, Benchmark, DatasetError, Sequence, row_error
 
 # %% auto #0
 __all__ = ['AUTHORS_GROUP_NAMES', 'SIMILARITY_COLUMNS', 'jaccard', 'tfidf_cosine', 'candidate_pairs', 'sample_pairs', 'all_pairs',
            'pairs_from_csv', 'similarity_table', 'similarity_key', 'similarity_table_cached', 'averages',
            'similarity_histograms']
+
+# %% ../../nbs/tasks/02_similarity.ipynb #f7a95d08
+plt = lazy_module("matplotlib.pyplot")
+pd = lazy_module("pandas")
+sklearn_text = lazy_module("sklearn.feature_extraction.text")
 
 # %% ../../nbs/tasks/02_similarity.ipynb #212fff49
 def jaccard(a: str, b: str) -> float:
@@ -34,9 +37,9 @@ def jaccard(a: str, b: str) -> float:
 
 # %% ../../nbs/tasks/02_similarity.ipynb #f1ddd9f8
 def tfidf_cosine(a: str, b: str) -> float:
-    "Cosine of TF-IDF vectors from a `TfidfVectorizer()` fitted on just this pair (0 when either has no term)."
+    "Cosine of TF-IDF vectors from a `sklearn_text.TfidfVectorizer()` fitted on just this pair (0 when either has no term)."
     try:
-        X = TfidfVectorizer().fit_transform([a, b])
+        X = sklearn_text.TfidfVectorizer().fit_transform([a, b])
     except ValueError:
         return 0.0  # empty vocabulary
     return float((X[0] @ X[1].T).toarray()[0, 0])  # rows are L2-normalised

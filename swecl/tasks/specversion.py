@@ -12,14 +12,17 @@ from functools import lru_cache
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
-from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS
 
+from ..base.lazy import lazy_module
 from .repos import git_in, git_show
 
 # %% auto #0
 __all__ = ['FILE_PATTERNS', 'RULES', 'READERS', 'ABSENT_COMMIT', 'CLASSIFIER', 'METADATA_FILES', 'Rule', 'major_minor',
            'to_spec_key', 'derive_spec_version', 'assign_spec_version', 'spec_version_notes', 'declared_python',
            'derived_python']
+
+# %% ../../nbs/tasks/01c_specversion.ipynb #6745402f
+swebench_constants = lazy_module("swebench.harness.constants")
 
 # %% ../../nbs/tasks/01c_specversion.ipynb #d0149e27
 # Patterns SWE-bench's versioning/constants.py applied to version files (plus pyproject's
@@ -243,9 +246,9 @@ def derive_spec_version(repo: str, gitdir: Path, commit: str, spec_keys: list[st
 # %% ../../nbs/tasks/01c_specversion.ipynb #acae54e37e7d407bbb7b55eff062a284
 def assign_spec_version(task, gitdir: Path) -> str | None:
     "The task's spec key: its own `version`, else the one derived from `gitdir` at its base commit (recorded on the task)."
-    if task.version is not None or task.repo not in MAP_REPO_VERSION_TO_SPECS:
+    if task.version is not None or task.repo not in swebench_constants.MAP_REPO_VERSION_TO_SPECS:
         return task.version
-    keys = list(MAP_REPO_VERSION_TO_SPECS[task.repo])
+    keys = list(swebench_constants.MAP_REPO_VERSION_TO_SPECS[task.repo])
     key, source = derive_spec_version(task.repo, gitdir, task.base_commit, keys)
     task.extra |= {"spec_version": key, "spec_version_source": source}
     task.version = key
