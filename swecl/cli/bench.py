@@ -17,7 +17,7 @@ from ..tasks import datasets
 from ..tasks.selection import load_tasks
 
 # %% auto #0
-__all__ = ['MAX_STORE_SIZE', 'BENCH_ARGS', 'memory_bench', 'cmd_bench']
+__all__ = ['MAX_STORE_SIZE', 'BENCH_ARGS', 'memory_bench', 'grading_bench', 'cmd_bench']
 
 # %% ../../nbs/cli/13g_cli_bench.ipynb #81f11186
 MAX_STORE_SIZE = 1_000_000  # vectors bench memory may make: 1e6 × 384 float32 is 1.5 GB (float64 while drawn)
@@ -71,7 +71,26 @@ def _docker_or_none(benchmark):
         print(f"docker: {e} Its figures are left out.")
         return None
 
+# %% ../../nbs/cli/13g_cli_bench.ipynb #0a0c53e6
+def grading_bench(a, b, tasks: list) -> dict:
+    "`bench grading`: the per-task table of the old and warm paths (and docker's), the medians, the tasks not timed."
+    docker = _docker_or_none(b) if a.sandbox == "docker" else None
+    r = bench.bench_testbeds(tasks, sandbox_for("local", b).mirrors, a.compat, docker=docker)
+    paths = ("old", "warm") + (("docker",) if docker else ())
+    cols = ["instance_id"] + [f"{k}_{p}_s" for k in paths for p in bench.PHASES] + ["speedup", "agree"]
+    print(tabulate([{c: t[c] for c in cols} for t in r["tasks"]], headers="keys", tablefmt="github"))
+    print(
+        f"\n{r['n']} tasks, {r['agreeing']} with the same verdicts on every path. Median seconds "
+        + ", ".join(f"{k}: setup {r[f'median_{k}_setup_s']}, total {r[f'median_{k}_total_s']}" for k in ("old", "cold", "warm"))
+        + f"; warm total minus tests {r['median_warm_overhead_s']} s."
+    )  # fmt: skip
+    if docker:
+        print(f"docker: setup {r['median_docker_setup_s']}, total {r['median_docker_total_s']}; {r['docker_agreeing']} of {r['n']} with the local verdicts.")  # fmt: skip
+    for iid, why in r["skipped"].items():
+        print(f"{iid} not timed: {why}")
+    return r
 
+# %% ../../nbs/cli/13g_cli_bench.ipynb #0a0c53e5
 @command(
     "bench",
     "Performance figures: sandbox setup against a fresh clone + venv; memory store and embedders.",
@@ -84,23 +103,7 @@ def cmd_bench(a):
         return
     b, tasks = load_tasks(a.dataset, a.instances, sequences=a.sequences)
     if a.what == "grading":
-        docker = _docker_or_none(b) if a.sandbox == "docker" else None
-        r = bench.bench_testbeds(
-            tasks[: a.n] if a.n else tasks, sandbox_for("local", b).mirrors, a.compat, docker=docker
-        )
-        paths = ("old", "warm") + (("docker",) if docker else ())
-        cols = ["instance_id"] + [f"{k}_{p}_s" for k in paths for p in bench.PHASES] + ["speedup", "agree"]
-        print(tabulate([{c: t[c] for c in cols} for t in r["tasks"]], headers="keys", tablefmt="github"))
-        print(
-            f"\n{r['n']} tasks, {r['agreeing']} with the same verdicts on every path. Median seconds "
-            + ", ".join(f"{k}: setup {r[f'median_{k}_setup_s']}, total {r[f'median_{k}_total_s']}" for k in ("old", "cold", "warm"))
-            + f"; warm total minus tests {r['median_warm_overhead_s']} s."
-        )  # fmt: skip
-        if docker:
-            print(f"docker: setup {r['median_docker_setup_s']}, total {r['median_docker_total_s']}; {r['docker_agreeing']} of {r['n']} with the local verdicts.")  # fmt: skip
-        for iid, why in r["skipped"].items():
-            print(f"{iid} not timed: {why}")
-        return write_json(a.json, r)
+        return write_json(a.json, grading_bench(a, b, tasks[: a.n] if a.n else tasks))
     if a.sandbox == "docker":
         r = bench.bench_grading(
             tasks[: a.n] if a.n else tasks, {"local": sandbox_for("local", b), "docker": sandbox_for("docker", b)}

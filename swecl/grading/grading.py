@@ -15,6 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import yaml
+from fastcore.basics import patch
 
 from ..base.core import SandboxError, component_problem, diff_paths
 from ..base.labels import Label
@@ -85,21 +86,23 @@ class Grade:
         "instance_id patch_applied f2p_passed f2p_total p2p_passed p2p_total resolved f2p_resolved error".split()
     )
 
-    def record(self, full: bool = False) -> dict:
-        "The JSON record (`swecl validate --json`); `full` adds statuses, timings and notes."
-        d = asdict(self)
-        extra = {
-            "infra_reason": self.infra_reason,
-            "python_mismatch": self.python_mismatch,
-            "suspicious": self.suspicious,
-            "evidence": self.evidence,
-            "seconds": self.seconds,
-        }
-        return d if full else {k: d[k] for k in self.RECORD_KEYS} | extra
-
     @property
     def infra_error(self) -> bool:
         return self.error is not None
+
+# %% ../../nbs/grading/04_grading.ipynb #d327c452
+@patch
+def record(self: Grade, full: bool = False) -> dict:
+    "The JSON record (`swecl validate --json`); `full` adds statuses, timings and notes."
+    d = asdict(self)
+    extra = {
+        "infra_reason": self.infra_reason,
+        "python_mismatch": self.python_mismatch,
+        "suspicious": self.suspicious,
+        "evidence": self.evidence,
+        "seconds": self.seconds,
+    }
+    return d if full else {k: d[k] for k in self.RECORD_KEYS} | extra
 
 # %% ../../nbs/grading/04_grading.ipynb #4ee5e578
 def attempt_verdict(g: Grade) -> dict:

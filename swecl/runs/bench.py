@@ -122,7 +122,7 @@ def _path_row(runs: dict) -> dict:
         }
     return row
 
-
+# %% ../../nbs/runs/14_bench.ipynb #7b1e0b0a
 def bench_testbeds(tasks: list, mirrors: list, compat: bool = False, progress: bool = True, docker=None) -> dict:
     "Per task, grading seconds by phase on the old path, with testbeds cold and warm (and in `docker`); medians and the speed-up."
     old = LocalSandbox(mirrors, compat=compat, testbeds=False)
