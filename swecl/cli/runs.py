@@ -15,16 +15,18 @@ from ..memory import memory, retrieval
 from ..models.model_base import model_spec
 from ..models.models import model_ready
 from ..report import trajectory
+from ..report.parts import term_text
 from ..report.results import RETRIEVAL_COLUMNS, run_coverage
 from ..runs import poisoning, runner, transfer
 from ..runs.estimate import estimate_cells, estimate_text, money
 from ..runs.plan_keys import FLAG_KEYS, PLAN_FIELDS
 from ..runs.plans import run_config
+from ..runs.progress import middle_cut
 
 # %% auto #0
 __all__ = ['MAX_TOTAL_COST', 'KEY_HELP', 'RUN_FLAGS', 'RUN_ARGS', 'DRIFT_COLUMNS', 'POISON_ARGS', 'RETRIEVAL_STUDY_ARGS',
-           'cell_line', 'flag_help', 'check_cost', 'cmd_run', 'read_drift_table', 'poison_summary', 'drift_line',
-           'parse_cells', 'cmd_poison', 'cmd_retrieval_study', 'cmd_show']
+           'SHOW_WIDTH', 'cell_line', 'flag_help', 'check_cost', 'cmd_run', 'read_drift_table', 'poison_summary',
+           'drift_line', 'parse_cells', 'cmd_poison', 'cmd_retrieval_study', 'list_lines', 'cmd_show']
 
 # %% ../../nbs/cli/13d_cli_runs.ipynb #11e5ecbc
 pd = lazy_module("pandas")
@@ -260,6 +262,27 @@ def cmd_retrieval_study(a):
         df.to_csv(a.out, index=False)
     write_json(a.json, df.to_dict("records"))
 
+# %% ../../nbs/cli/13d_cli_runs.ipynb #09880607
+SHOW_WIDTH = 100  # columns of `show --list`
+
+
+def list_lines(df: pd.DataFrame, width: int = SHOW_WIDTH) -> list:
+    "`show --list`: each cell's folder on a line of its own, then its attempts, one row each within `width` columns."
+    out = []
+    for cell, rows in df.groupby("cell", sort=False):
+        view = rows[trajectory.LIST_COLUMNS[1:]].assign(
+            verdict=rows.verdict.str.split(" (", regex=False).str[0].str.lower(),  # the rule is in the reason
+            reason=rows.reason.map(lambda r: middle_cut(r, 24)),
+            instance_id=rows.instance_id.map(lambda i: middle_cut(str(i), 26)),
+            cost=pd.to_numeric(rows.cost, errors="coerce").round(2),
+            seconds=pd.to_numeric(rows.seconds, errors="coerce").round(0),
+        )
+        out += [
+            term_text(f"{cell or '.'}/"),
+            frame_text(view, 2, width),
+        ]  # a folder name: no escape reaches the terminal
+    return out
+
 # %% ../../nbs/cli/13d_cli_runs.ipynb #09880608
 @command(
     "show",
@@ -276,7 +299,7 @@ def cmd_show(a):
     "The attempt in the terminal; `--json`: its record, tokens and cost by kind, and trajectory steps (or the list)."
     if a.list:
         df = trajectory.attempts_frame(a.path)
-        print(frame_text(df[trajectory.LIST_COLUMNS], 4, width=200))
+        print("\n".join(list_lines(df)))
         write_json(a.json, df.drop(columns="record").to_dict("records"))
         return
     att = trajectory.find_attempt(a.path, a.attempt)

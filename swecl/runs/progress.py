@@ -16,7 +16,8 @@ from ..base.labels import infra_label
 from ..metrics.attempts import record_id
 
 # %% auto #0
-__all__ = ['STOP_WORDS', 'one_line', 'verdict_reasons', 'failure_reason', 'draws_bars', 'eta_text', 'CellProgress']
+__all__ = ['STOP_WORDS', 'BAR_LABEL', 'one_line', 'middle_cut', 'verdict_reasons', 'failure_reason', 'draws_bars', 'eta_text',
+           'CellProgress']
 
 # %% ../../nbs/runs/09b_progress.ipynb #cbe4eecc
 STOP_WORDS = {
@@ -33,6 +34,17 @@ def one_line(text, limit: int = 200) -> str:
     "`text` on one line (whitespace collapsed), cut to `limit` characters."
     s = " ".join(str(text).split())
     return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+BAR_LABEL = 40  # characters of a bar's label: with the bar and its counts, a line fits 100 columns
+
+
+def middle_cut(text: str, width: int) -> str:
+    "`text` cut in its middle to `width` characters (an ellipsis marks the cut), keeping more of its end."
+    if len(text) <= width:
+        return text
+    tail = (width - 1) * 3 // 5  # a cell id ends in its condition and seed: what tells two bars apart
+    return text[: width - 1 - tail] + "…" + text[-tail:]
 
 # %% ../../nbs/runs/09b_progress.ipynb #0310e52c
 def verdict_reasons(r: dict) -> list:
@@ -81,7 +93,9 @@ class CellProgress:
         self.cost, self.t0 = 0.0, time.time()
         self.last = self.t0
         bars = enabled and total > 0 and (draws_bars(self.stream) if bars is None else bars)  # None: as draws_bars
-        self.bar = tqdm(total=total, desc=name[:40], unit="attempt", file=self.stream) if bars else None
+        self.bar = (
+            tqdm(total=total, desc=middle_cut(name, BAR_LABEL), unit="attempt", file=self.stream) if bars else None
+        )
 
     def close(self):
         if self.bar is not None:
