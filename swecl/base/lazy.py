@@ -6,11 +6,12 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import sys
 import types
 
 # %% auto #0
-__all__ = ['lazy_names', 'LazyModule', 'lazy_module']
+__all__ = ['lazy_names', 'import_quietly', 'LazyModule', 'lazy_module']
 
 # %% ../../nbs/base/00b_lazy.ipynb #8edb47106e1a46a883d545849b8ab81b
 def lazy_names(package: str, modules: tuple) -> tuple:
@@ -38,13 +39,27 @@ def lazy_names(package: str, modules: tuple) -> tuple:
     return __getattr__, __dir__
 
 # %% ../../nbs/base/00b_lazy.ipynb #45687f4b
+def import_quietly(name: str):
+    "Import `name`, leaving the root logger as it was (SWE-bench's `__init__` calls `logging.basicConfig` at INFO)."
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    try:
+        return importlib.import_module(name)
+    finally:
+        root.setLevel(level)
+        root.handlers[:] = handlers
+
+
 class LazyModule(types.ModuleType):
     "A stand-in for the module of the same name, imported when one of its names is first used."
 
     def __getattr__(self, attr: str):  # called only for names the stand-in lacks: all of the module's
-        module = self.__dict__.get("_module") or importlib.import_module(self.__name__)
+        module = self.__dict__.get("_module") or import_quietly(self.__name__)
         self.__dict__["_module"] = module
         return getattr(module, attr)
+
+    def __reduce__(self):  # pickled (cloudpickle, Ray) as the module it stands for
+        return importlib.import_module, (self.__name__,)
 
 
 def lazy_module(name: str):

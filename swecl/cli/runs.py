@@ -101,8 +101,8 @@ def cmd_run(a):
     tcells = transfer.expand_transfer(cfg)  # a plan that cannot measure transfer is refused here
     if tcells and a.engine != "local":
         raise UsageError("Transfer cells run with --engine local only; use it, or drop the plan's transfer.")
-    for spec in dict.fromkeys(c.model for c in cfg.cells) if not a.dry_run else ():
-        model_ready(spec)  # a key not set or a server down: one sentence now, before the estimate and any folder
+    for spec in dict.fromkeys(c.model for c in cfg.cells) if not a.dry_run and a.engine == "local" else ():
+        model_ready(spec)  # a key not set or a server down: one sentence now (Ray's workers may hold what we lack)
     est = estimate_cells(list(cfg.cells) + tcells, cfg.bench, a.out, workers)
     print(estimate_text(est))
     if also := [

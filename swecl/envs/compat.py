@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from ..base.core import EnvError, cache_dir, iso_time
@@ -112,7 +113,7 @@ def write_compat_layer(venv: Path):
     text = shim_source()
     f = next((venv / "lib").glob("python*/site-packages")) / "sitecustomize.py"
     if not f.exists() or f.read_text() != text:
-        tmp = f.with_suffix(f".{os.getpid()}.tmp")
+        tmp = f.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")  # threads too: envs_ahead
         tmp.write_text(text)
         tmp.replace(f)  # atomic: sessions may be running
 

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from filelock import FileLock
@@ -25,10 +26,10 @@ from ..base.labels import Label
 # %% auto #0
 __all__ = ['PYTHON_DIRS', 'SETUPTOOLS', 'FAR_FUTURE', 'LEGACY_PIP', 'NETWORK_ERRORS', 'OLD_SETUPTOOLS', 'OLD_BUILD_SIGNS',
            'FAILED_BUILD', 'UNREACHABLE_SOURCE', 'UNSUPPORTED_GIT', 'PYTHON_REFUSAL', 'BYTECODE_STAMP', 'PATH_FILES',
-           'host_python', 'home_of', 'atomic_dir', 'uv_bin', 'python_version', 'pyenv_root', 'python_candidates',
-           'installed_pythons', 'closest_version', 'find_python', 'pip_for', 'dated_args', 'install_failure',
-           'pip_install', 'unbuildable', 'install_leaving_out', 'pins_refusal', 'own_interpreter', 'relocate_scripts',
-           'link_shared', 'create_venv', 'site_signature', 'compile_bytecode', 'has_pep517_backend']
+           'NOT_CODE_PREFIXES', 'host_python', 'home_of', 'atomic_dir', 'uv_bin', 'python_version', 'pyenv_root',
+           'python_candidates', 'installed_pythons', 'closest_version', 'find_python', 'pip_for', 'dated_args',
+           'install_failure', 'pip_install', 'unbuildable', 'install_leaving_out', 'pins_refusal', 'own_interpreter',
+           'relocate_scripts', 'link_shared', 'create_venv', 'site_signature', 'compile_bytecode', 'has_pep517_backend']
 
 # %% ../../nbs/envs/03i_venvs.ipynb #9290b92b
 def host_python() -> str:
@@ -362,27 +363,33 @@ def create_venv(uv, py: str, dest: Path):
 
 # %% ../../nbs/envs/03i_venvs.ipynb #2b4fa736
 BYTECODE_STAMP = ".swecl-bytecode"
-PATH_FILES = (".pth", ".egg-link")  # rewritten by every editable install; they hold no code to compile
+PATH_FILES = (".pth", ".egg-link")  # rewritten by every editable install; no code in them
+NOT_CODE_PREFIXES = ("__editable__", "__pycache__")  # an editable install's finder, rewritten each time; bytecode
+
+
+def _entry(e: os.DirEntry) -> str:
+    "A site-packages entry as the signature sees it: a folder by its name, a file by its name and time."
+    return e.name if e.is_dir(follow_symlinks=False) else f"{e.name} {e.stat(follow_symlinks=False).st_mtime_ns}"
 
 
 def site_signature(venv: Path) -> str:
-    "The name and modification time of each entry at the top of `venv`'s site-packages (an install changes them)."
+    "The entries at the top of `venv`'s site-packages: folders by name (a dist-info's name holds its version), files by name and time."
     rows = []
     for site in sorted(Path(venv).glob("lib/python*/site-packages")):
         with os.scandir(site) as entries:
             rows += [
-                f"{site.parent.name}/{e.name} {e.stat(follow_symlinks=False).st_mtime_ns}"
+                f"{site.parent.name}/{_entry(e)}"
                 for e in entries
-                if not e.name.endswith(PATH_FILES)
+                if not e.name.endswith(PATH_FILES) and not e.name.startswith(NOT_CODE_PREFIXES)
             ]
     return hashlib.sha256("\n".join(sorted(rows)).encode()).hexdigest()
 
 
 def compile_bytecode(venv: Path) -> bool:
     "Compile the installed modules of `venv` to bytecode, as pip does at install, unless nothing changed since the last time (False)."
-    stamp = Path(venv) / BYTECODE_STAMP
+    stamp, signature = Path(venv) / BYTECODE_STAMP, site_signature(venv)  # read first: what changes meanwhile counts
     with contextlib.suppress(OSError):
-        if stamp.read_text() == site_signature(venv):
+        if stamp.read_text() == signature:
             return False
     sites = [str(p) for p in sorted(Path(venv).glob("lib/python*/site-packages"))]
     py = Path(venv) / "bin" / "python"
@@ -390,8 +397,8 @@ def compile_bytecode(venv: Path) -> bool:
         subprocess.run([str(py), "-m", "compileall", "-q", "-j", "0", *sites], capture_output=True, timeout=1800)
     except subprocess.TimeoutExpired:  # what did not compile in time compiles at import, as before; try again next time
         return True
-    tmp = stamp.with_name(f"{BYTECODE_STAMP}.{os.getpid()}.tmp")
-    tmp.write_text(site_signature(venv))  # read after compiling: compiling adds __pycache__ folders
+    tmp = stamp.with_name(f"{BYTECODE_STAMP}.{os.getpid()}.{threading.get_ident()}.tmp")  # a thread may race us
+    tmp.write_text(signature)
     tmp.replace(stamp)  # atomic: another process may be reading it
     return True
 

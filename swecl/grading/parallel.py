@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import multiprocessing
 import os
 import queue
@@ -47,14 +48,13 @@ def _find_env(find, task):
 def envs_ahead(jobs: list, sandbox):
     "Each of `jobs` in turn; while the caller grades one, a thread finds (or builds) the env of the next."
     find = getattr(sandbox, "env_for", None)  # a docker sandbox's envs are its images: nothing to build here
+    ahead = None
     for i, job in enumerate(jobs):
-        ahead = None
-        if find is not None and i + 1 < len(jobs):
-            ahead = threading.Thread(target=_find_env, args=(find, jobs[i + 1][0]), daemon=True)  # Ctrl-C ends it
+        if find is not None and i + 1 < len(jobs) and (ahead is None or not ahead.is_alive()):  # one at a time
+            task = copy.deepcopy(jobs[i + 1][0])  # finding an env sets a task's version: not under the caller's feet
+            ahead = threading.Thread(target=_find_env, args=(find, task), daemon=True)  # Ctrl-C ends it
             ahead.start()
-        yield job
-        if ahead is not None:
-            ahead.join()  # the next env is in the sandbox's table: its grading finds it at once
+        yield job  # never waits for the thread: a grading served from the cache needs no env
 
 
 def grade_group(jobs: list, sandbox, grader=grade, log_dir=None, done=None) -> list[Grade]:

@@ -41,8 +41,8 @@ BAR_LABEL = 40  # characters of a bar's label: with the bar and its counts, a li
 
 def middle_cut(text: str, width: int) -> str:
     "`text` cut in its middle to `width` characters (an ellipsis marks the cut), keeping more of its end."
-    if len(text) <= width:
-        return text
+    if len(text) <= width or width < 3:
+        return text[: max(width, 0)]
     tail = (width - 1) * 3 // 5  # a cell id ends in its condition and seed: what tells two bars apart
     return text[: width - 1 - tail] + "…" + text[-tail:]
 
