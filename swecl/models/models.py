@@ -16,7 +16,7 @@ from typing import Callable
 
 from fastcore.basics import patch
 
-from ..base.core import MAX_SMALL_BYTES, InputFileError, load_yaml, read_regular
+from ..base.core import MAX_SMALL_BYTES, InputFileError, load_yaml, package_file, read_regular
 from swecl.models.model_base import (
     RETRY_STATUS,
     SMOKE_MODELS,
@@ -385,13 +385,12 @@ class LlamaCppModel(ModelBase):
 
 # %% ../../nbs/models/05_models.ipynb #76b66f90
 def scripted_model(m: ModelSpec, **kw) -> Model:
-    "The scripted fixture: the answers of the script file the spec names, or the built-in ones."
-    if not m.path:
-        return ScriptedModel()
-    if not Path(m.path).exists():
-        raise ModelError(f"The script {m.path} does not exist.")
+    "The scripted fixture: the answers of the script file the spec names, or the mini benchmark's packaged script."
+    path = m.path or package_file("scripts", "mini.yaml")  # `scripted` alone: a fixture that resolves some tasks
+    if not Path(path).exists():
+        raise ModelError(f"The script {path} does not exist.")
     try:
-        script = load_yaml(read_regular(m.path, "script", MAX_SMALL_BYTES), f"The script {m.path}")
+        script = load_yaml(read_regular(path, "script", MAX_SMALL_BYTES), f"The script {path}")
     except InputFileError as e:  # a FIFO, a device, too large, aliases without bound
         raise ModelError(str(e)) from None
     return ScriptedModel(script, name=m.raw)
