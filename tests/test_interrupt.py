@@ -25,7 +25,10 @@ def test_ctrl_c_keeps_every_finished_attempt_and_exits_130(swecl_bin, tmp_path):
                                     "sequences": ["swecl-mini_textkit_sequence"], "max_tasks": 5,
                                     "schedule": "full", "conditions": [{"memory": "none"}]}))  # fmt: skip
     cmd = [swecl_bin, "run", "--plan", str(plan), "--out", str(tmp_path / "res")]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # a terminal's default for SIGINT: pytest-xdist's workers ignore it, and a child would inherit that
+    default_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=default_sigint)  # fmt: skip
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and p.poll() is None and len(attempts(tmp_path / "res")) < 2:
         time.sleep(0.2)
