@@ -161,7 +161,9 @@ def freetype_source(mirror: str | None = None) -> tuple[Path | None, str]:
 # %% ../../nbs/envs/03k_builds.ipynb #49543e60
 @cache  # per mirror folder and cache: a process looks once, and a changed setting is looked at anew
 def _freetype_source(mirror: str | None, cache: str) -> tuple[Path | None, str]:
-    fallback = "matplotlib uses the system's FreeType, and its image misses are labelled system-freetype"
+    fallback = (
+        "matplotlib uses the system's FreeType, and its gradings that do not resolve are labelled system-freetype"
+    )
     try:
         gitdir = find_repo(FREETYPE_REPO, [mirror])
     except SandboxError:

@@ -17,12 +17,12 @@ from ..base.labels import Label
 __all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_SIGNS', 'MAX_EVIDENCE', 'network_sign',
            'python_version_sign', 'system_sign', 'dependency_sign', 'NUMPY_REMOVED', 'VERSION_CAUSE', 'NOT_RUN',
            'LEFT_OUT_MSG', 'NOT_IN_SPEC_MSG', 'SKIP_REASONS', 'DATABASE_MSG', 'DATABASE_SKIPS', 'IMAGE_TEST',
-           'IMAGE_SIGNS', 'FREETYPE_MSG', 'PATCHED_PATH', 'MISSING_NAME', 'NEW_FILE', 'DEFINED', 'CODE_ROOTS',
-           'CUT_NOTE', 'LOG_CUT_MSG', 'SQLITE_SIGNS', 'SQLITE_MSG', 'KNOWN_DEFECTS', 'TEST_DIRS', 'LIBRARY_TEST_DIRS',
-           'DIFF_FILE', 'CPU_STOPPED', 'evidence_line', 'last_line', 'version_sign', 'not_passed', 'left_out_evidence',
-           'test_name', 'skip_evidence', 'image_evidence', 'patched_file_line', 'added_names', 'fix_name_line',
-           'absent_evidence', 'cut_evidence', 'known_defects', 'is_test_file', 'fix_in_test_patch', 'defect_evidence',
-           'limit_hit']
+           'IMAGE_SIGNS', 'FREETYPE_MSG', 'FREETYPE_ENV', 'PATCHED_PATH', 'MISSING_NAME', 'NEW_FILE', 'DEFINED',
+           'CODE_ROOTS', 'CUT_NOTE', 'LOG_CUT_MSG', 'SQLITE_SIGNS', 'SQLITE_MSG', 'KNOWN_DEFECTS', 'TEST_DIRS',
+           'LIBRARY_TEST_DIRS', 'DIFF_FILE', 'CPU_STOPPED', 'evidence_line', 'last_line', 'version_sign', 'not_passed',
+           'left_out_evidence', 'test_name', 'skip_evidence', 'image_evidence', 'patched_file_line', 'added_names',
+           'fix_name_line', 'absent_evidence', 'cut_evidence', 'known_defects', 'is_test_file', 'fix_in_test_patch',
+           'defect_evidence', 'limit_hit']
 
 # %% ../../nbs/grading/04c_evidence.ipynb #ecc2b3bb
 NETWORK_SIGNS = (
@@ -145,7 +145,11 @@ def skip_evidence(log: str, statuses: dict, expected: list, reasons: str = SKIP_
 # %% ../../nbs/grading/04c_evidence.ipynb #099e4190
 IMAGE_TEST = re.compile(r"\[(png|pdf|svg|eps)\]$")
 IMAGE_SIGNS = (r"ImageComparisonFailure: images not close", r"Cannot compare (pdf|svg|eps) files")
-FREETYPE_MSG = "Only image comparisons failed, drawn with the system's FreeType instead of the 2.6.1 the baselines use."
+FREETYPE_MSG = (
+    "matplotlib was built with the system's FreeType instead of the 2.6.1 its tests are drawn and measured with; "
+    "fetch freetype/freetype into SWECL_REPO_MIRROR and grade again."
+)
+FREETYPE_ENV = "the env links the system's FreeType (no FreeType 2.6.1 tree was prepared)"
 
 # %% ../../nbs/grading/04c_evidence.ipynb #9c5b898f
 def image_evidence(log: str, statuses: dict, expected: list) -> str | None:

@@ -366,7 +366,8 @@ def host_label(g: Grade, task: Task, log: str, expected: list, signs, missing_sy
         return mark_infra(g, Label.PACKAGE_NOT_IN_SPEC, evidence.NOT_IN_SPEC_MSG, line)
     if not g.resolved and (line := evidence.skip_evidence(log, g.statuses, expected, evidence.DATABASE_SKIPS)):
         return mark_infra(g, Label.NEEDS_DATABASE, evidence.DATABASE_MSG, line)
-    if not g.resolved and "freetype" in system_libs and (line := evidence.image_evidence(log, g.statuses, expected)):
+    if not g.resolved and "freetype" in system_libs:  # an env fact: text and images differ, whoever wrote the patch
+        line = evidence.image_evidence(log, g.statuses, expected) or evidence.FREETYPE_ENV
         return mark_infra(g, Label.SYSTEM_FREETYPE, evidence.FREETYPE_MSG, line)
     unpassed = evidence.not_passed(g.statuses, expected)
     if known := evidence.defect_evidence(task.instance_id, log, g.resolved, task.test_patch, unpassed):
