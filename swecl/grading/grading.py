@@ -337,7 +337,8 @@ def count_results(g: Grade, task: Task) -> list:
     rep = test_report(task, g.statuses)
     statuses = with_id_spellings(task.FAIL_TO_PASS + task.PASS_TO_PASS, g.statuses)
     expected = {"FAIL_TO_PASS": task.FAIL_TO_PASS, "PASS_TO_PASS": task.PASS_TO_PASS}
-    not_passed = {k: [t for t in ids if t not in set(rep[k]["success"])] for k, ids in expected.items()}  # SKIPPED too
+    passed = {k: set(rep[k]["success"]) for k in expected}  # once per group, not once per test
+    not_passed = {k: [t for t in ids if t not in passed[k]] for k, ids in expected.items()}  # SKIPPED too
     g.failed_tests = {k: {t: statuses.get(t, "MISSING") for t in ids} for k, ids in not_passed.items() if ids}
     g.f2p_passed, g.p2p_passed = len(rep["FAIL_TO_PASS"]["success"]), len(rep["PASS_TO_PASS"]["success"])
     g.f2p_total, g.p2p_total = len(task.FAIL_TO_PASS), len(task.PASS_TO_PASS)

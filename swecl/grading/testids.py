@@ -36,10 +36,10 @@ def with_id_spellings(expected: list, statuses: dict) -> dict:
     "`statuses` plus, for each expected id missing from it, the status of its first other spelling found."
     out = dict(statuses)
     names = Counter(t.split("::")[-1] for t in expected if "::" in t)
-    for t in expected:
+    for t in (t for t in expected if t not in out):  # grading spells them several times over: skip what is there
         bare = t.split("::")[-1]
         usable = [s for s in id_spellings(t) if s in statuses and (s != bare or names[bare] == 1)]
-        if t not in out and usable:  # a bare name two expected ids share is not evidence for either
+        if usable:  # a bare name two expected ids share is not evidence for either
             out[t] = statuses[usable[0]]
     return out
 
