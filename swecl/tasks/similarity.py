@@ -37,7 +37,7 @@ def jaccard(a: str, b: str) -> float:
 
 # %% ../../nbs/tasks/02_similarity.ipynb #f1ddd9f8
 def tfidf_cosine(a: str, b: str) -> float:
-    "Cosine of TF-IDF vectors from a `sklearn_text.TfidfVectorizer()` fitted on just this pair (0 when either has no term)."
+    "Cosine of TF-IDF vectors from a `TfidfVectorizer()` fitted on just this pair (0 when either has no term)."
     try:
         X = sklearn_text.TfidfVectorizer().fit_transform([a, b])
     except ValueError:
