@@ -118,6 +118,11 @@ class Tests(object):
         return {"passed": "PASSED", "xfail-marked": "XFAIL", "xpass-marked": "XPASS"}.get(call, "FAILED")
 
 
+def reported_id(nodeid):
+    "A node id as pytest's verbose lines spell it: before pytest 4 a class's tests sit under an instance node, '::()'."
+    return nodeid.replace("::()", "")  # as pytest 3's TerminalReporter._locationline does
+
+
 def pytest_plugin(pytest, tests):
     "A plugin object whose hookwrapper sees every phase's call before any other plugin reports it."
     skip_exc = getattr(getattr(pytest, "skip", None), "Exception", None)
@@ -154,7 +159,7 @@ def pytest_plugin(pytest, tests):
         raised = call.excinfo  # as the call left it
         yield
         # unittest's plugin moves a TestCase's failure into call.excinfo inside the hook; an exception is never removed
-        tests.add(item.nodeid, call.when, outcome(item, call, raised if raised is not None else call.excinfo))
+        tests.add(reported_id(item.nodeid), call.when, outcome(item, call, raised if raised is not None else call.excinfo))
 
     if hasattr(pytest, "hookimpl"):
         pytest_runtest_makereport = pytest.hookimpl(hookwrapper=True, tryfirst=True)(pytest_runtest_makereport)
