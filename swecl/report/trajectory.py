@@ -27,10 +27,12 @@ from .parts import check_contained, term_text
 from ..runs.progress import failure_reason
 
 # %% auto #0
-__all__ = ['ID_FORM', 'KIND_NAMES', 'FOLD', 'CONTROL', 'LIST_COLUMNS', 'cell_records', 'cells_under', 'Attempt', 'load_attempt',
-           'attempt_file', 'matching', 'find_attempt', 'model_price', 'usage_by_kind', 'call_text', 'step_items',
-           'printable', 'fold', 'verdict', 'failed_tests_text', 'facts', 'attempts_frame', 'cost_text', 'step_tokens',
-           'usage_table', 'step_renderables', 'render_attempt', 'show']
+__all__ = ['ID_FORM', 'KIND_NAMES', 'FOLD', 'CONTROL', 'LIST_COLUMNS', 'cell_records', 'cells_under', 'Attempt',
+           'experience_sources', 'load_attempt', 'attempt_file', 'matching', 'find_attempt', 'model_price',
+           'usage_by_kind', 'call_text', 'step_items', 'printable', 'fold', 'verdict', 'failed_tests_text', 'facts',
+           'attempts_frame', 'Opening', 'prompt_texts', 'memory_lead', 'opening', 'experiences', 'cost_text',
+           'step_tokens', 'usage_table', 'step_renderables', 'not_injected', 'opening_renderables', 'render_attempt',
+           'show']
 
 # %% ../../nbs/report/12c_trajectory.ipynb #9f6e5f2e
 pd = lazy_module("pandas")
@@ -59,6 +61,7 @@ class Attempt:
     steps: list = field(default_factory=list)
     end: dict | None = None
     note: str | None = None  # why the trajectory is missing or incomplete
+    sources: dict = field(default_factory=dict)  # task id → the attempt of the cell that wrote its experience
 
     @property
     def id(self) -> str:
@@ -68,10 +71,19 @@ class Attempt:
     def name(self) -> str:
         return f"{self.cell_dir.name}/{self.id}"
 
+# %% ../../nbs/report/12c_trajectory.ipynb #5a2c2495
+def experience_sources(records: dict, rec: dict) -> dict:
+    "task id → the attempt of the cell (its `records`) that wrote that task's experience for the attempt `rec`."
+    sample = rec.get("sample") or 0
+    return {r.get("instance_id"): aid for aid, r in records.items()
+            if r.get("kind") == "first" and (r.get("sample") or 0) == sample}  # fmt: skip
+
 # %% ../../nbs/report/12c_trajectory.ipynb #807221c8
-def load_attempt(cell_dir: Path, rec: dict) -> Attempt:
-    "The `Attempt` of record `rec` of the cell in `cell_dir`, with its trajectory when there is one."
+def load_attempt(cell_dir: Path, rec: dict, records: dict | None = None) -> Attempt:
+    "The `Attempt` of record `rec` of the cell in `cell_dir` (`records`: the cell's, when read), with its trajectory."
     a, path = Attempt(rec, Path(cell_dir)), Path(cell_dir) / "trajectories" / f"{record_id(rec)}.jsonl"
+    if rec.get("retrieved"):
+        a.sources = experience_sources(cell_records(cell_dir) if records is None else records, rec)
     if not path.is_file():
         replayed = rec.get("exit_reason") == "replayed"
         a.note = "a recorded patch was graded: no agent steps" if replayed else f"no trajectory file {path}"
@@ -284,6 +296,55 @@ def attempts_frame(folder) -> pd.DataFrame:
     rows = [_frame_row(folder, c, aid, r) for c in cells_under(folder) for aid, r in cell_records(c).items()]
     return pd.DataFrame(rows)
 
+# %% ../../nbs/report/12c_trajectory.ipynb #aaa52acf
+@dataclass
+class Opening:
+    "What the agent was given before its first step: the system prompt, the issue as it got it, the memory block."
+
+    system: str = ""
+    issue: str = ""
+    memory: str = ""  # every text of the first message before the task prompt; "" without memory in the prompt
+
+# %% ../../nbs/report/12c_trajectory.ipynb #ed472958
+def prompt_texts(start: dict | None) -> list:
+    "The texts of a start record's first user message, in order (a plain string prompt is one text)."
+    p = (start or {}).get("prompt")
+    if isinstance(p, str):
+        return [p]
+    return [x.get("text") or "" if isinstance(x, dict) else str(x) for x in p or []]
+
+
+def memory_lead(memory: str) -> str:
+    "The memory block's words before its first entry (what it tells the agent about the entries)."
+    return (memory or "").split("\n### ", 1)[0].strip()
+
+
+def opening(a: Attempt) -> Opening | None:
+    "The attempt's `Opening`; None when it has no trajectory start record."
+    if a.start is None:
+        return None
+    texts = prompt_texts(a.start)
+    return Opening(a.start.get("system") or "", texts[-1] if texts else "", "\n\n".join(texts[:-1]))
+
+# %% ../../nbs/report/12c_trajectory.ipynb #34b5aa23
+def _retrieved_pairs(retrieved) -> list:
+    "(task id, score or None) of each entry of a record's `retrieved`."
+    return [(str(x[0]), x[1] if len(x) > 1 else None) if isinstance(x, (list, tuple)) else (str(x), None)
+            for x in retrieved or []]  # fmt: skip
+
+
+def experiences(memory: str, retrieved) -> list:
+    "One dict per retrieved experience: task_id, score, and text (its entry in `memory`; None when not injected)."
+    pairs, starts, pos = _retrieved_pairs(retrieved), [], 0
+    for tid, _ in pairs:
+        m = re.compile(rf"^### {re.escape(tid)} \(", re.M).search(memory or "", pos)
+        starts.append(m.start() if m else None)
+        pos = m.end() if m else pos
+    found = sorted(s for s in starts if s is not None)
+    ends = [None if s is None else next((f for f in found if f > s), len(memory)) for s in starts]
+    return [{"task_id": tid, "score": sc, "text": None if s is None else memory[s:e].strip()}
+            for (tid, sc), s, e in zip(pairs, starts, ends)]  # fmt: skip
+
 # %% ../../nbs/report/12c_trajectory.ipynb #b74346c9
 def cost_text(v) -> str:
     "A cost in USD to the hundredth of a cent; ? when unknown."
@@ -331,6 +392,56 @@ def step_renderables(step: dict, full: bool = False) -> list:
         out += _item_renderables(it, full)
     return out
 
+# %% ../../nbs/report/12c_trajectory.ipynb #31ac661b
+def not_injected(rec: dict) -> str:
+    "Why a retrieved experience of attempt record `rec` has no entry in its memory block."
+    if rec.get("memory") == "tool":
+        return "(found by search_memory: the call's output is in the steps)"
+    return "(retrieved, but left out of the prompt by the token budget)"
+
+
+def _experience_renderable(n: int, e: dict, a: Attempt, full: bool) -> Panel:
+    "Retrieved experience number `n` of attempt `a`: its source, score and entry as injected."
+    score = "" if e["score"] is None else f", relevance {e['score']}"
+    src = f" · written by this cell's attempt {a.sources[e['task_id']]}" if e["task_id"] in a.sources else ""
+    body = (
+        Text(fold(e["text"], None if full else 10, 2))
+        if e["text"] is not None
+        else Text(not_injected(a.record), style="dim")
+    )
+    return Panel(
+        body, title=Text(term_text(f"#{n} {e['task_id']}{score}{src}")), title_align="left", border_style="blue"
+    )
+
+# %% ../../nbs/report/12c_trajectory.ipynb #31ac661c
+def opening_renderables(a: Attempt, full: bool = False) -> list:
+    "What the agent was given: system prompt, the retrieved experiences as injected, the issue; [] without a start."
+    if (o := opening(a)) is None:
+        return []
+    out = [
+        Panel(
+            Text(fold(o.system, None if full else 4, 1)), title="system prompt", title_align="left", border_style="dim"
+        )
+    ]
+    exps = experiences(o.memory, a.record.get("retrieved"))
+    if exps or o.memory:
+        out.append(
+            Rule(
+                Text(
+                    f"memory: {len(exps)} experience(s) retrieved, {sum(e['text'] is not None for e in exps)} injected"
+                ),
+                align="left",
+            )
+        )
+        out += [Text(fold(memory_lead(o.memory), 3, 0), style="dim")] if exps and o.memory else []
+        out += [_experience_renderable(n, e, a, full) for n, e in enumerate(exps, 1)]
+        if o.memory and not exps:  # a record from before retrieval was kept: the block as it was
+            out.append(Panel(Text(fold(o.memory, None if full else 20)), title="memory block", title_align="left"))
+    out.append(
+        Panel(Text(fold(o.issue, None if full else 30)), title="the issue as the agent got it", title_align="left")
+    )
+    return out
+
 # %% ../../nbs/report/12c_trajectory.ipynb #b4ec2039
 def _header(a: Attempt) -> Panel:
     "The header panel: the attempt's facts, its verdict in green or red."
@@ -345,8 +456,8 @@ def _header(a: Attempt) -> Panel:
 
 # %% ../../nbs/report/12c_trajectory.ipynb #61d00672
 def render_attempt(a: Attempt, full: bool = False) -> Group:
-    "The attempt as rich renderables: header, steps, final diff, usage."
-    parts = [_header(a)]
+    "The attempt as rich renderables: header, what the agent was given, steps, final diff, usage."
+    parts = [_header(a), *opening_renderables(a, full)]
     for s in a.steps:
         parts += step_renderables(s, full)
     patch = a.record.get("patch") or ""

@@ -14,8 +14,9 @@ from . import trajectory as tj
 from .parts import Section, md_link, md_text, rel_link, term_text
 
 # %% auto #0
-__all__ = ['MAX_OUTPUT', 'ENV', 'STYLE', 'PAGE', 'INDEX', 'page_value', 'clip', 'diff_lines', 'page_item', 'page_html',
-           'write_pages', 'smoke_cells', 'trajectory_section']
+__all__ = ['MAX_OUTPUT', 'ENV', 'STYLE', 'PAGE_TOP', 'PAGE_OPENING', 'PAGE_STEPS', 'PAGE', 'INDEX', 'page_value', 'clip',
+           'diff_lines', 'page_item', 'page_experiences', 'failed_rows', 'page_html', 'index_row', 'condition_label',
+           'page_navs', 'write_pages', 'smoke_cells', 'trajectory_section']
 
 # %% ../../nbs/report/12d_trajectory_html.ipynb #bc523708
 MAX_OUTPUT = 20_000  # characters of one output on a page
@@ -38,14 +39,35 @@ td,th{padding:.15rem .5rem;border-bottom:1px solid #eee}.ok{color:#186a1e;font-w
 section.step{border-left:3px solid #ddd;padding-left:.8rem;margin:1rem 0}summary{cursor:pointer;color:#555}"""
 
 # %% ../../nbs/report/12d_trajectory_html.ipynb #0d0e9d2a
-PAGE = ENV.from_string("""<!doctype html>
+PAGE_TOP = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title><style>{{ style }}</style></head><body>
-{% if index %}<p><a href="{{ index }}">all attempts</a></p>{% endif %}
+<p>{% if nav.prev %}<a href="{{ nav.prev }}">&larr; previous attempt</a> · {% endif %}{% if nav.next %}<a href="{{ nav.next }}">next attempt &rarr;</a> · {% endif %}{% if index %}<a href="{{ index }}">all attempts</a>{% endif %}{% if nav.report %} · <a href="{{ nav.report }}">report</a>{% endif %}</p>
 <h1>{{ title }}</h1>
+{% if nav.elsewhere %}<p>This task under the other conditions: {% for label, href in nav.elsewhere %}<a href="{{ href }}">{{ label }}</a>{% if not loop.last %} · {% endif %}{% endfor %}</p>{% endif %}
 <table>
 {% for k, v in facts %}<tr><th>{{ k }}</th><td{% if k == "verdict" %} class="{{ 'ok' if resolved else 'bad' }}"{% endif %}>{{ v }}</td></tr>
 {% endfor %}</table>
-{% for s in steps %}
+{% if failed %}<h2>expected tests that did not pass</h2>
+<table><tr><th>kind</th><th>test</th><th>status</th></tr>
+{% for kind, test, status in failed %}<tr><td>{{ kind }}</td><td><code>{{ test }}</code></td><td>{{ status }}</td></tr>
+{% endfor %}</table>{% endif %}
+"""
+
+# %% ../../nbs/report/12d_trajectory_html.ipynb #0d0e9d2b
+PAGE_OPENING = """{% if opening %}<h2>what the agent was given</h2>
+<details><summary>system prompt ({{ opening.system.splitlines() | length }} lines)</summary><pre>{{ opening.system }}</pre></details>
+{% if exps %}<h3>memory: {{ exps | length }} experience(s) retrieved, {{ exps | selectattr("text") | list | length }} injected</h3>
+{% if opening.memory %}<p class="meta">{{ lead }}</p>{% endif %}
+{% for e in exps %}<p>#{{ loop.index }} <code>{{ e.task_id }}</code>{% if e.score is not none %}, relevance {{ e.score }}{% endif %}{% if e.href %} · <a href="{{ e.href }}">the attempt that wrote it</a>{% endif %}</p>
+{% if e.text %}<details open><summary>as injected ({{ e.text.splitlines() | length }} lines)</summary><pre>{{ e.text }}</pre></details>{% else %}<p class="meta">{{ e.why }}</p>{% endif %}
+{% endfor %}{% elif opening.memory %}<details open><summary>memory block</summary><pre>{{ opening.memory }}</pre></details>
+{% endif %}
+<details open><summary>the issue as the agent got it</summary><pre>{{ opening.issue }}</pre></details>
+{% endif %}
+"""
+
+# %% ../../nbs/report/12d_trajectory_html.ipynb #0d0e9d2c
+PAGE_STEPS = """{% for s in steps %}
 <section class="step"><h2>step {{ s.n }} <small>({{ s.tokens }} tokens)</small></h2>
 {% if s.text %}<div class="say">{{ s.text }}</div>{% endif %}
 {% for it in s["items"] %}
@@ -62,7 +84,8 @@ PAGE = ENV.from_string("""<!doctype html>
 {% for u in usage %}<tr><td>{{ u.kind }}</td><td>{{ "{:,}".format(u.tokens) }}</td><td>{{ u.cost | cost }}</td></tr>
 {% endfor %}</table>
 </body></html>
-""")
+"""
+PAGE = ENV.from_string(PAGE_TOP + PAGE_OPENING + PAGE_STEPS)
 
 # %% ../../nbs/report/12d_trajectory_html.ipynb #5291619d
 def clip(text: str, limit: int = MAX_OUTPUT) -> str:
@@ -95,22 +118,40 @@ def page_item(it: dict) -> dict:
     )
     return it | {"output": clip(it["output"]), "open": n <= tj.FOLD[0] + tj.FOLD[1], "summary": summary}
 
+# %% ../../nbs/report/12d_trajectory_html.ipynb #1c723bec
+def page_experiences(a: tj.Attempt, opening: tj.Opening | None) -> list:
+    "The retrieved experiences of `a` as the page shows them: `trajectory.experiences` with href and why."
+    if opening is None:
+        return []
+    return [e | {"href": rel_link(f"{a.sources[e['task_id']]}.html") if e["task_id"] in a.sources else None,
+                 "why": tj.not_injected(a.record)}
+            for e in tj.experiences(opening.memory, a.record.get("retrieved"))]  # fmt: skip
+
+
+def failed_rows(rec: dict) -> list:
+    "(kind, test, status) of every expected test of record `rec` that did not pass."
+    return [(k, t, s) for k, tests in (rec.get("failed_tests") or {}).items() for t, s in tests.items()]
+
 # %% ../../nbs/report/12d_trajectory_html.ipynb #bd2c9a6a
-def page_html(a: tj.Attempt, index: str | None = None) -> str:
-    "The attempt's page; `index`: the link back to the index of all attempts."
+def page_html(a: tj.Attempt, index: str | None = None, nav: dict | None = None) -> str:
+    "The attempt's page; `index`: the link back to the index of all attempts; `nav`: links (`page_nav`)."
     steps = [
         {"n": s.get("step", "?"), "text": ((s.get("reply") or {}).get("text") or "").strip(), "items": [page_item(it) for it in tj.step_items(s)],
          "tokens": f"{tj.step_tokens(s):,}"}
         for s in a.steps
     ]  # fmt: skip
+    opening = tj.opening(a)
     return PAGE.render(
         title=a.name, style=STYLE, index=index, facts=tj.facts(a), resolved=tj.verdict(a.record) == "RESOLVED",
-        steps=steps, diff=diff_lines(a.record.get("patch")), usage=tj.usage_by_kind(a.record),
+        steps=steps, diff=diff_lines(a.record.get("patch")), usage=tj.usage_by_kind(a.record), nav=nav or {},
+        opening=opening, exps=page_experiences(a, opening), failed=failed_rows(a.record),
+        lead=tj.memory_lead(opening.memory) if opening else "",
     )  # fmt: skip
 
 # %% ../../nbs/report/12d_trajectory_html.ipynb #b9acd2c2
 INDEX = ENV.from_string("""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title><style>{{ style }}</style></head><body>
+{% if report %}<p><a href="{{ report }}">report</a></p>{% endif %}
 <h1>{{ title }}</h1>
 {% for cell, rows in cells %}
 <h2 id="{{ cell }}">{{ cell }}</h2>
@@ -124,28 +165,62 @@ INDEX = ENV.from_string("""<!doctype html>
 """)
 
 # %% ../../nbs/report/12d_trajectory_html.ipynb #8b5605b5
-def _write_page(results: Path, out: Path, r: dict) -> dict:
-    "Write the page of the attempt in row `r` of `attempts_frame(results)`; its index row."
+def index_row(results: Path, r: dict) -> dict:
+    "The index row of row `r` of `attempts_frame(results)` (its record left out): its cell named, its page's link."
     cell = r["cell"] or results.name
-    page = out / cell / f"{r['attempt']}.html"
-    page.parent.mkdir(parents=True, exist_ok=True)
-    back = "../" * len(Path(cell).parts) + "index.html"
-    page.write_text(page_html(tj.load_attempt(results / r["cell"], r["record"]), back), encoding="utf-8")
     return {k: v for k, v in r.items() if k != "record"} | {
         "cell": cell,
         "href": rel_link(f"{cell}/{r['attempt']}.html"),  # a folder named javascript:… stays a folder
         "model": r["record"].get("model"),
     }
 
+
+def condition_label(cell: str, other: str) -> str:
+    "What tells cell `other` from `cell`: the parts of its path (and of its `__`-joined id) that differ."
+    a, b = [p.split("__") for p in cell.split("/")], [p.split("__") for p in other.split("/")]
+    if [len(x) for x in a] != [len(x) for x in b]:
+        return other
+    return " · ".join(y for xs, ys in zip(a, b) for x, y in zip(xs, ys) if x != y) or other
+
+# %% ../../nbs/report/12d_trajectory_html.ipynb #f1cd769e
+def page_navs(rows: list, report: str | None = None) -> list:
+    "The `nav` of each page of the index `rows`, in order; `report`: the report's path from the index's folder."
+    by_cell, by_task = {}, {}
+    for n, r in enumerate(rows):
+        by_cell.setdefault(r["cell"], []).append(n)
+        by_task.setdefault((r["instance_id"], r["attempt"].split("-")[0]), []).append(n)
+    place = {n: (ns, k) for ns in by_cell.values() for k, n in enumerate(ns)}
+    navs = []
+    for n, r in enumerate(rows):
+        up, (ns, k) = "../" * len(Path(r["cell"]).parts), place[n]
+        link = lambda m: up + rows[m]["href"][2:]
+        others = [m for m in by_task[r["instance_id"], r["attempt"].split("-")[0]] if rows[m]["cell"] != r["cell"]]
+        navs.append({
+            "prev": link(ns[k - 1]) if k else None, "next": link(ns[k + 1]) if k + 1 < len(ns) else None,
+            "elsewhere": [(f"{condition_label(r['cell'], rows[m]['cell'])} {rows[m]['attempt']}", link(m)) for m in others],
+            "report": up + report if report else None,
+        })  # fmt: skip
+    return navs
+
 # %% ../../nbs/report/12d_trajectory_html.ipynb #fcc967f1
-def write_pages(results: Path, out: Path, title: str = "swecl trajectories") -> list:
+def write_pages(results: Path, out: Path, title: str = "swecl trajectories", report: str | None = None) -> list:
     "A page per attempt under `results` into `out/<cell>/<attempt>.html` and `out/index.html`; the index rows."
     results, out = Path(results), Path(out)
-    rows = [_write_page(results, out, r) for r in tj.attempts_frame(results).to_dict("records")]
+    frame = tj.attempts_frame(results).to_dict("records")
+    rows = [index_row(results, r) for r in frame]
+    records = {}
+    for r in frame:
+        records.setdefault(r["cell"], {})[r["attempt"]] = r["record"]
+    for r, row, nav in zip(frame, rows, page_navs(rows, report)):
+        page = out / row["cell"] / f"{r['attempt']}.html"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        a = tj.load_attempt(results / r["cell"], r["record"], records[r["cell"]])
+        page.write_text(page_html(a, "../" * len(Path(row["cell"]).parts) + "index.html", nav), encoding="utf-8")
     cells = {}
     for r in rows:
         cells.setdefault(r["cell"], []).append(r)
-    (out / "index.html").write_text(INDEX.render(title=title, style=STYLE, cells=list(cells.items())), encoding="utf-8")
+    html = INDEX.render(title=title, style=STYLE, cells=list(cells.items()), report=report)
+    (out / "index.html").write_text(html, encoding="utf-8")
     return rows
 
 # %% ../../nbs/report/12d_trajectory_html.ipynb #97003447
@@ -167,10 +242,11 @@ def trajectory_section(out: Path, results: Path) -> Section | None:
     "Trajectory pages of every attempt under `results` into `out/trajectories/`, and the section linking them."
     if not Path(results).is_dir() or not tj.cells_under(results):
         return None
-    rows = write_pages(results, Path(out) / "trajectories")
+    rows = write_pages(results, Path(out) / "trajectories", report="../README.md")
     body = (
-        f"Every attempt's trajectory as a page ({len(rows)} pages, {md_link('index', 'trajectories/index.html')}): its steps, tool "
-        f"calls and outputs, the final diff, the verdict, and tokens and cost by kind.\n\n{_cells_table(rows)}\n"
+        f"Every attempt's trajectory as a page ({len(rows)} pages, {md_link('index', 'trajectories/index.html')}): what the agent was given (system "
+        "prompt, issue, each retrieved experience as injected), its steps, tool calls and outputs, the final diff, the verdict "
+        f"with the tests that did not pass, and tokens and cost by kind.\n\n{_cells_table(rows)}\n"
         "*Scripted and replay cells are pipeline checks, not a model's results; their pages show what ran.*"
     ) + "".join(f"\n\n*{md_text(c)}: {lbl}; its pages show what it did.*" for c, lbl in smoke_cells(rows).items())
     return Section("Trajectories", body, ["trajectories/index.html"])
