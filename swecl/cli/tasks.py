@@ -197,7 +197,10 @@ def cmd_validate(a):
     records, rows = validation_records(a)
     tables, joined = validation_tables(records, rows, merged=bool(a.merge))
     print("\n\n".join(tables))
-    for line in validation_summary(records, rows, joined) + [x for x in [env_cache_line(usage_by_repo())] if x]:
+    use = (
+        usage_by_repo(repos={r.get("repo") or "" for r in records}) if rows else {}
+    )  # the envs this run used, when it graded
+    for line in validation_summary(records, rows, joined) + [x for x in [env_cache_line(use)] if x]:
         print(line)
     if a.gradable:
         note = f"swecl validate on {a.sandbox if not a.merge else 'merged runs'}{' --compat' if a.compat else ''}"

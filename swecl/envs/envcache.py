@@ -119,13 +119,15 @@ def env_inventory(root: Path | None = None, sizes: bool = True, progress: bool =
     return sorted(out, key=lambda e: e.modified)
 
 # %% ../../nbs/envs/03c_envcache.ipynb #b379d0a9
-def usage_by_repo(root: Path | None = None) -> dict:
-    "Bytes on disk per repository of the env cache: its envs and their copies walked together, so shared files count once."
+def usage_by_repo(root: Path | None = None, repos: set | None = None) -> dict:
+    """Bytes on disk per repository of the env cache: its envs and their copies walked together, so shared files count
+    once. `repos`: only these (a mini repository's envs are `mini`); walking a large cache takes a minute."""
     root, groups = Path(root or cache_dir() / "envs"), {}
+    keep = None if repos is None else {"mini" if r.startswith("swecl-mini/") else r for r in repos}
     for p in sorted(root.iterdir()) if root.is_dir() else []:
         m = SWEBENCH_ENV.match(p.name)
         repo = m["repo"].replace("+", "/") if m else "mini" if MINI_ENV.match(p.name) else None
-        if repo and p.is_dir() and not p.is_symlink():
+        if repo and (keep is None or repo in keep) and p.is_dir() and not p.is_symlink():
             groups.setdefault(repo, []).append(p)
     return {repo: disk_usage(*paths)[0] for repo, paths in groups.items()}
 
