@@ -121,7 +121,8 @@ def test_trajectory_pages_escape_ids_and_text(report):
 def test_a_folder_named_javascript_is_a_relative_link(report):
     _, _, out = report
     index = (out / "trajectories" / "index.html").read_text()
-    hrefs = re.findall(r'href="([^"]*)"', index)
+    back, *hrefs = re.findall(r'href="([^"]*)"', index)  # the link back to the report, then one per page
+    assert back == "../index.html" and (out / "index.html").is_file(), back
     assert len(hrefs) == 2 and all(h.startswith("./mini/javascript%3Aalert%281%29/") for h in hrefs), hrefs
     assert not any(h.lower().startswith("javascript:") for h in hrefs)
     md = (out / "README.md").read_text()

@@ -86,7 +86,8 @@ def test_report_links_every_attempt_page(swecl_bin, results, tmp_path):
     readme = (rep / "README.md").read_text()
     assert "## Trajectories" in readme and "(./trajectories/index.html)" in readme
     index = (rep / "trajectories" / "index.html").read_text()
-    pages = re.findall(r'href="([^"]+\.html)"', index)
+    back, *pages = re.findall(r'href="([^"]+\.html)"', index)  # back to the report's index.html, then the pages
+    assert (rep / "trajectories" / back).resolve() == (rep / "index.html").resolve() and (rep / "index.html").is_file()
     assert sorted(Path(p).name for p in pages) == ["first-i1-j1-s0.html", "first-i2-j2-s0.html"]
     for p in pages:
         html = (rep / "trajectories" / p).read_text()

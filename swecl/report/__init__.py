@@ -13,6 +13,7 @@ MODULES = (
     "recorded",
     "results",
     "pipeline",
+    "run_summary",
     "transfer",
     "contextbench",
     "report",

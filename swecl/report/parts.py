@@ -17,10 +17,10 @@ import numpy as np
 from ..base.lazy import lazy_module
 
 # %% auto #0
-__all__ = ['CONTROL_SEQ', 'MD_SPECIAL', 'MAX_TICKS', 'Section', 'term_text', 'md_text', 'md_code', 'html_text', 'rel_link',
-           'md_link', 'links_out_of', 'check_contained', 'md_table', 'ci_text', 'save_figure', 'cumulative_success',
-           'learning_curves_figure', 'draw_learning_curves', 'position_ticks', 'heatmap_figure', 'draw_heatmap',
-           'retrieval_figure']
+__all__ = ['CONTROL_SEQ', 'MD_SPECIAL', 'MAX_TICKS', 'RETRIEVAL_METRICS', 'Section', 'term_text', 'md_text', 'md_code',
+           'html_text', 'rel_link', 'md_link', 'links_out_of', 'check_contained', 'md_table', 'ci_text', 'save_figure',
+           'cumulative_success', 'learning_curves_figure', 'draw_learning_curves', 'position_ticks', 'heatmap_figure',
+           'draw_heatmap', 'retrieval_plot', 'retrieval_figure']
 
 # %% ../../nbs/report/12b_report_parts.ipynb #2df03294
 plt = lazy_module("matplotlib.pyplot")
@@ -122,9 +122,10 @@ def ci_text(est, lo, hi, fmt="{:.3f}") -> str:
 
 # %% ../../nbs/report/12b_report_parts.ipynb #62168544
 def save_figure(fig, path, dpi: int = 120) -> Path:
-    "Lay out, save and close `fig`; returns the path."
+    "Lay out, save (PNG at `path`, SVG beside it) and close `fig`; returns the PNG's path."
     fig.tight_layout()
     fig.savefig(path, dpi=dpi)
+    fig.savefig(Path(path).with_suffix(".svg"))
     plt.close(fig)
     return Path(path)
 
@@ -178,16 +179,42 @@ def draw_heatmap(fig, ax, a: np.ndarray, title: str) -> None:
     ax.set_ylabel("after learning task i (0: zero-shot)")
     fig.colorbar(im, ax=ax, fraction=0.046).set_label("success rate a[i][j]")
 
+# %% ../../nbs/report/12b_report_parts.ipynb #bbaecc67
+RETRIEVAL_METRICS = ["recall@1", "recall@5", "recall@10", "mrr"]
+
+
+def _retrieval_panel(ax, g: pd.DataFrame, colours: dict, hatches: dict) -> None:
+    "One panel: a group of bars per metric, a bar per embedder × representation, with 95% CIs."
+    rows = g.to_dict("records")
+    w = 0.8 / max(len(rows), 1)
+    for n, r in enumerate(rows):
+        xs = [m + (n - (len(rows) - 1) / 2) * w for m in range(len(RETRIEVAL_METRICS))]
+        ys = np.array([r[m] for m in RETRIEVAL_METRICS], dtype=float)
+        lo = np.array([r.get(f"{m}_lo", np.nan) for m in RETRIEVAL_METRICS], dtype=float)
+        hi = np.array([r.get(f"{m}_hi", np.nan) for m in RETRIEVAL_METRICS], dtype=float)
+        err = np.nan_to_num([ys - lo, hi - ys])  # no interval: no bar
+        ax.bar(xs, ys, w, yerr=err, capsize=2, color=colours[r["embedder"]], hatch=hatches[r["representation"]],
+               edgecolor="white", label=f"{r['embedder']} · {r['representation']}")  # fmt: skip
+    ax.set_xticks(range(len(RETRIEVAL_METRICS)), ["recall@1", "recall@5", "recall@10", "MRR"])
+    ax.set_xlabel("metric (95% bootstrap CI over queries)")
+    ax.set_ylabel("score")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7, title="embedder · representation", title_fontsize=7)
+
 # %% ../../nbs/report/12b_report_parts.ipynb #bbaecc68
+def retrieval_plot(sel: pd.DataFrame):
+    """Recall@1/5/10 and MRR of the oracle links with their CIs: a panel per benchmark × filter × link set (named in its
+    title), a colour per embedder, a hatch per representation; the figure."""
+    panels = list(sel.groupby(["benchmark", "filter", "links"]))
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4), squeeze=False)
+    colours = dict(zip(sorted(sel.embedder.unique()), plt.cm.tab10.colors))
+    hatches = dict(zip(sorted(sel.representation.unique()), ["", "//", "..", "xx", "++"]))
+    for ax, ((bm, flt, links), g) in zip(axes[0], panels):
+        _retrieval_panel(ax, g, colours, hatches)
+        ax.set_title(f"{bm}: filter {flt}, links {links}", fontsize=9)
+    return fig
+
+
 def retrieval_figure(sel: pd.DataFrame, path) -> Path:
-    "MRR with its CI (`mrr_lo`, `mrr_hi`) per embedder × representation, one panel per benchmark."
-    k = sel.benchmark.nunique()
-    fig, axes = plt.subplots(1, k, figsize=(6 * k, 3.6), squeeze=False)
-    for ax, (bm, g) in zip(axes[0], sel.groupby("benchmark")):
-        ax.bar(range(len(g)), g.mrr, yerr=[g.mrr - g.mrr_lo, g.mrr_hi - g.mrr], capsize=3, color="tab:blue")
-        ax.set_xticks(range(len(g)))
-        ax.set_xticklabels([f"{r.embedder}\n{r.representation}" for r in g.itertuples()], fontsize=7)
-        ax.set_ylim(0, 1)
-        ax.set_title(f"{bm}: MRR of oracle links")
-        ax.set_ylabel("MRR")
-    return save_figure(fig, path)
+    "`retrieval_plot` saved at `path` (PNG, SVG beside it)."
+    return save_figure(retrieval_plot(sel), path)

@@ -242,7 +242,7 @@ def trajectory_section(out: Path, results: Path) -> Section | None:
     "Trajectory pages of every attempt under `results` into `out/trajectories/`, and the section linking them."
     if not Path(results).is_dir() or not tj.cells_under(results):
         return None
-    rows = write_pages(results, Path(out) / "trajectories", report="../README.md")
+    rows = write_pages(results, Path(out) / "trajectories", report="../index.html")
     body = (
         f"Every attempt's trajectory as a page ({len(rows)} pages, {md_link('index', 'trajectories/index.html')}): what the agent was given (system "
         "prompt, issue, each retrieved experience as injected), its steps, tool calls and outputs, the final diff, the verdict "

@@ -218,6 +218,7 @@ def drift_figure(
     ax.set_ylim(0, max(1.0, float(np.nanmax(bt.get("t_high", bt["mean"]))) + 0.05))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    fig.savefig(Path(path).with_suffix(".svg"))  # beside the PNG, for print
     plt.close(fig)
 
 # %% ../../nbs/runs/10_poisoning.ipynb #99b6a46f

@@ -162,5 +162,6 @@ def similarity_histograms(df: pd.DataFrame, title: str = "", path=None):
     fig.tight_layout()
     if path:
         fig.savefig(path, dpi=110)
+        fig.savefig(Path(path).with_suffix(".svg"))  # beside the PNG, for print
         plt.close(fig)
     return fig
