@@ -10,7 +10,7 @@ from .bench import cmd_bench
 from .data import cmd_build_dataset, cmd_list, cmd_metrics, cmd_report, cmd_similarity, cmd_stats
 from .images import cmd_images
 from .regrade import cmd_regrade
-from .runs import cmd_poison, cmd_retrieval_study, cmd_run, cmd_show
+from .runs import cmd_browse, cmd_poison, cmd_retrieval_study, cmd_run, cmd_show
 from .tasks import cmd_cache, cmd_envs, cmd_sandbox, cmd_solve, cmd_validate
 
 # %% auto #0
@@ -19,7 +19,7 @@ __all__ = ['COMMANDS', 'main']
 # %% ../../nbs/cli/13_cli.ipynb #4364e73c
 COMMANDS = [cmd_build_dataset, cmd_stats, cmd_similarity, cmd_metrics, cmd_report, cmd_validate, cmd_sandbox]
 COMMANDS += [cmd_envs, cmd_cache, cmd_bench, cmd_run, cmd_poison, cmd_retrieval_study, cmd_solve, cmd_regrade, cmd_list]
-COMMANDS += [cmd_show, cmd_images]
+COMMANDS += [cmd_show, cmd_browse, cmd_images]
 
 # %% ../../nbs/cli/13_cli.ipynb #315f99da
 def main(argv=None) -> int:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+import sys
 from pathlib import Path
 
 from ..base.lazy import lazy_module
@@ -14,7 +16,7 @@ from .base import UsageError, arg, command, frame_text, write_json
 from ..memory import memory, retrieval
 from ..models.model_base import model_spec
 from ..models.models import model_ready
-from ..report import trajectory
+from ..report import browse, trajectory
 from ..report.parts import term_text
 from ..report.results import RETRIEVAL_COLUMNS, run_coverage
 from ..runs import poisoning, runner, transfer
@@ -26,7 +28,7 @@ from ..runs.progress import middle_cut
 # %% auto #0
 __all__ = ['MAX_TOTAL_COST', 'KEY_HELP', 'RUN_FLAGS', 'RUN_ARGS', 'DRIFT_COLUMNS', 'POISON_ARGS', 'RETRIEVAL_STUDY_ARGS',
            'SHOW_WIDTH', 'cell_line', 'flag_help', 'check_cost', 'cmd_run', 'read_drift_table', 'poison_summary',
-           'drift_line', 'parse_cells', 'cmd_poison', 'cmd_retrieval_study', 'list_lines', 'cmd_show']
+           'drift_line', 'parse_cells', 'cmd_poison', 'cmd_retrieval_study', 'list_lines', 'cmd_show', 'cmd_browse']
 
 # %% ../../nbs/cli/13d_cli_runs.ipynb #11e5ecbc
 pd = lazy_module("pandas")
@@ -308,3 +310,25 @@ def cmd_show(a):
     write_json(
         a.json, {"name": att.name, "record": att.record, "usage_by_kind": usage, "steps": att.steps, "note": att.note}
     )
+
+# %% ../../nbs/cli/13d_cli_runs.ipynb #a24fe516
+@command(
+    "browse",
+    "Browse the attempts of a results folder in the terminal: page by page (what the agent was given, each step, the diff), with search and filters; q quits.",
+    arg("path", help="a results, experiment or cell folder"),
+    arg("--cell", default="", help="only cells whose folder holds this text"),
+    arg("--task", default="", help="only attempts whose instance id holds this text"),
+    arg("--outcome", default="all", choices=browse.OUTCOMES, help="only attempts with this outcome"),
+    arg("--full", action="store_true", help="show every line of every output (f toggles it)"),
+)
+def cmd_browse(a):
+    "The browser over `a.path`; keys: ←→ page, n/p attempt, / search, c t o filters, f fold, q quit."
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError(
+            "swecl browse needs a terminal (it reads keys); in a pipe or a script use swecl show PATH --list and "
+            "swecl show PATH ATTEMPT."
+        )
+    b = browse.Browser(Path(a.path), width=shutil.get_terminal_size().columns)
+    b.full = a.full
+    b.set_filter(a.cell, a.task, a.outcome)
+    browse.browse_app(b).run()
