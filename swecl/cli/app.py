@@ -5,23 +5,30 @@
 # %% ../../nbs/cli/13_cli.ipynb #a84ae2bf
 from __future__ import annotations
 
-from .base import dispatch
-from .bench import cmd_bench
-from .data import cmd_build_dataset, cmd_list, cmd_metrics, cmd_report, cmd_similarity, cmd_stats
-from .images import cmd_images
-from .regrade import cmd_regrade
-from .runs import cmd_browse, cmd_poison, cmd_retrieval_study, cmd_run, cmd_show
-from .tasks import cmd_cache, cmd_envs, cmd_sandbox, cmd_solve, cmd_validate
+import importlib
+import sys
+
+from .base import COMMAND_TABLE, dispatch
 
 # %% auto #0
-__all__ = ['COMMANDS', 'main']
+__all__ = ['command_fn', 'main']
 
 # %% ../../nbs/cli/13_cli.ipynb #4364e73c
-COMMANDS = [cmd_build_dataset, cmd_stats, cmd_similarity, cmd_metrics, cmd_report, cmd_validate, cmd_sandbox]
-COMMANDS += [cmd_envs, cmd_cache, cmd_bench, cmd_run, cmd_poison, cmd_retrieval_study, cmd_solve, cmd_regrade, cmd_list]
-COMMANDS += [cmd_show, cmd_browse, cmd_images]
+def command_fn(name: str):
+    "The function of command `name`, its module (`COMMAND_TABLE`) imported now."
+    module = importlib.import_module(f"swecl.cli.{COMMAND_TABLE[name][0]}")
+    return getattr(module, "cmd_" + name.replace("-", "_"))
+
+
+def __getattr__(name: str):
+    "`COMMANDS`: every command's function, in `COMMAND_TABLE`'s order (each module imported when asked for)."
+    if name == "COMMANDS":
+        return [command_fn(n) for n in COMMAND_TABLE]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # %% ../../nbs/cli/13_cli.ipynb #315f99da
 def main(argv=None) -> int:
-    "Entry point of the `swecl` command."
-    return dispatch(COMMANDS, argv)
+    "Entry point of the `swecl` command: the named command's module is the only one imported."
+    argv = sys.argv[1:] if argv is None else list(argv)
+    name = next((x for x in argv if not x.startswith("-")), None)  # the command: swecl's own options take no value
+    return dispatch([command_fn(name)] if name in COMMAND_TABLE else [], argv)

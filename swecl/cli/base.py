@@ -23,30 +23,55 @@ from .. import __version__
 from ..base.core import InfraError
 from ..base.lazy import lazy_module
 from ..base.schema import DatasetError
-from ..models.models import ModelError
 from ..report.parts import term_text
-from ..runs.poisoning import PoisonError
-from ..runs.runner import RunError
 
 # %% auto #0
-__all__ = ['BAD_INPUT', 'MACHINE_ERRORS', 'COUNT', 'POSITIVE', 'SECONDS', 'ARG_TYPES', 'DATASET_HELP', 'INTERRUPTED', 'arg',
-           'command', 'UsageError', 'machine_sentence', 'number', 'write_json', 'write_text', 'output_file',
-           'frame_text', 'Parser', 'default_text', 'HelpFormatter', 'parser', 'quiet_logging', 'dispatch', 'call']
+__all__ = ['COMMAND_TABLE', 'MACHINE_ERRORS', 'COUNT', 'POSITIVE', 'SECONDS', 'ARG_TYPES', 'DATASET_HELP', 'INTERRUPTED', 'arg',
+           'command', 'UsageError', 'bad_input', 'machine_sentence', 'number', 'write_json', 'write_text',
+           'output_file', 'frame_text', 'Parser', 'default_text', 'HelpFormatter', 'args_of', 'parser', 'quiet_logging',
+           'dispatch', 'call']
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #9845d63a
 pd = lazy_module("pandas")
+model_base = lazy_module("swecl.models.model_base")  # the modules of errors that mean bad input: imported
+poisoning = lazy_module("swecl.runs.poisoning")  # when an error is caught, not at start-up
+runner = lazy_module("swecl.runs.runner")
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #86874180
 def arg(*flags, **kw) -> tuple:
     "One argument of a command: the flags and keywords of `argparse`'s `add_argument`."
     return flags, kw
 
+# %% ../../nbs/cli/13a_cli_base.ipynb #f70d1d3f
+COMMAND_TABLE = {  # name: (the swecl.cli module that defines cmd_<name>, its one-line help), in `swecl --help`'s order
+    "build-dataset": ("data", "Build SWE-Bench-CL from SWE-bench Verified rows."),
+    "stats": ("data", "Print and write per-sequence statistics (Table 1)."),
+    "similarity": ("data", "Patch similarity (Jaccard, TF-IDF cosine) per pair and on average."),
+    "metrics": ("data", "Continual-learning metrics with bootstrap CIs from attempts.jsonl files."),
+    "report": ("data", "Render reports/ from a results folder: Markdown and one HTML page (index.html), tables, PNG and SVG figures, trajectory pages."),
+    "validate": ("tasks", "Harness check: gold patches must resolve, empty patches must not."),
+    "sandbox": ("tasks", "Run one command in a fresh sandbox of a task; exits with the command's exit code."),
+    "envs": ("tasks", "The env cache by status with sizes; --prune removes what no run reads again."),
+    "cache": ("tasks", "What swecl's caches hold (entries, size, last use) and, with --prune, their least recently used entries removed."),
+    "bench": ("bench", "Performance figures: sandbox setup against a fresh clone + venv; memory store and embedders."),
+    "run": ("runs", "Run an experiment: from flags (--model, --dataset, …) or a plan; prints the estimate first (resumable)."),
+    "poison": ("runs", "Prompt-poisoning drift (Algorithm 1): run it with a model, or summarise a per-pair drift table."),
+    "retrieval-study": ("runs", "Recall@k and MRR of the oracle links per embedder, representation and filter."),
+    "solve": ("tasks", "Run one task end to end: agent, patch, grading."),
+    "regrade": ("regrade", "Grade recorded SWE-bench predictions with swecl: resolved rate per sequence with confidence intervals, agreement with recorded verdicts."),
+    "list": ("data", "List the datasets swecl accepts, or a dataset's sequences or instance ids."),
+    "show": ("view", "Render one attempt in the terminal: what the agent was given (system prompt, retrieved memory, issue), its steps, tool calls, outputs (folded), final diff, verdict with the tests that failed, and tokens and cost by kind."),
+    "browse": ("view", "Browse the attempts of a results folder in the terminal: page by page (what the agent was given, each step, the diff), with search and filters; q quits."),
+    "images": ("images", "Instance images for the docker sandbox: build them offline from swecl's env recipe, or list them."),
+}  # fmt: skip
+
 # %% ../../nbs/cli/13a_cli_base.ipynb #f70d1d40
-def command(name: str, help: str, *args: tuple):
-    "Declare the decorated function as `swecl <name>`, with its one-line help and its arguments (each from `arg`)."
+def command(name: str, *args: tuple, help: str | None = None):
+    """Declare the decorated function as `swecl <name>` with its arguments (each from `arg`); its one-line help is its
+    row of `COMMAND_TABLE` unless `help` is given."""
 
     def declare(fn):
-        fn.cli = (name, help, args)
+        fn.cli = (name, help or COMMAND_TABLE[name][1], args)
         return fn
 
     return declare
@@ -56,11 +81,22 @@ class UsageError(Exception):
     "Bad command-line input: reported as one sentence, exit status 2."
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #54db7733
-BAD_INPUT = (DatasetError, UsageError, InfraError, ModelError, RunError, PoisonError, yaml.YAMLError)
-BAD_INPUT += (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, KeyError, ValueError)
+def bad_input() -> tuple:
+    """The errors that mean bad input rather than a bug. Built when an error is caught, so that starting a command
+    imports none of the modules that define swecl's own."""
+    own = (DatasetError, UsageError, InfraError, model_base.ModelError, runner.RunError, poisoning.PoisonError)
+    return own + (
+        yaml.YAMLError,
+        FileNotFoundError,
+        IsADirectoryError,
+        NotADirectoryError,
+        PermissionError,
+        KeyError,
+        ValueError,
+    )
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #4d18b64b
-MACHINE_ERRORS = (MemoryError, OSError, subprocess.SubprocessError)  # after BAD_INPUT: its OSErrors come first
+MACHINE_ERRORS = (MemoryError, OSError, subprocess.SubprocessError)  # after bad_input(): its OSErrors come first
 
 
 def machine_sentence(e: BaseException) -> str:
@@ -168,18 +204,31 @@ class HelpFormatter(argparse.HelpFormatter):
         return f"{text} (default: {default_text(d).replace('%', '%%')})"
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #9d5c0d0a
+def args_of(fn) -> list:
+    "(flags, keywords) of each argument of command `fn`, a type named by its word (`ARG_TYPES`) made the function."
+    return [
+        (flags, kw | {"type": ARG_TYPES[kw["type"]]} if isinstance(kw.get("type"), str) else kw)
+        for flags, kw in fn.cli[2]
+    ]
+
+
 def parser(commands: list) -> argparse.ArgumentParser:
-    "The `swecl` argument parser: one sub-command per function of `commands` (each declared with `command`), and `--version`."
+    """The `swecl` argument parser and `--version`: a sub-command per row of `COMMAND_TABLE` and per function of
+    `commands` (each declared with `command`); a row without its function is listed for `--help` and takes no arguments."""
     p = Parser(prog="swecl", description="Continual learning and experience reuse for coding agents.")
     p.add_argument("--version", action="version", version=f"swecl {__version__}", help="print swecl's version and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for fn in commands:
-        name, help, args = fn.cli
+    given = {fn.cli[0]: fn for fn in commands}
+    for name in dict.fromkeys([*COMMAND_TABLE, *given]):
+        fn = given.get(name)
+        help = fn.cli[1] if fn else COMMAND_TABLE[name][1]
         s = sub.add_parser(name, help=help, description=help, formatter_class=HelpFormatter)
+        if fn is None:
+            continue  # `app.main` imports a command's module only when it is the one named
         s.set_defaults(fn=fn)
         s.add_argument("--json", metavar="PATH", type=output_file, help="write the machine-readable result here")
-        for flags, kw in args:
-            s.add_argument(*flags, **(kw | {"type": ARG_TYPES[kw["type"]]} if isinstance(kw.get("type"), str) else kw))
+        for flags, kw in args_of(fn):
+            s.add_argument(*flags, **kw)
     return p
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #5ea7d6f8
@@ -216,7 +265,7 @@ def dispatch(commands: list, argv=None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback, and the shell's status for SIGINT
         print(f"swecl {a.command}: interrupted{INTERRUPTED.get(a.command, '')}.", file=sys.stderr)
         return 130
-    except BAD_INPUT as e:
+    except bad_input() as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         print(f"swecl {a.command}: {term_text(' '.join(str(msg).split()))}", file=sys.stderr)  # one line, no escapes
         return 2

@@ -93,7 +93,6 @@ def grading_bench(a, b, tasks: list) -> dict:
 # %% ../../nbs/cli/13g_cli_bench.ipynb #0a0c53e5
 @command(
     "bench",
-    "Performance figures: sandbox setup against a fresh clone + venv; memory store and embedders.",
     *BENCH_ARGS,
 )
 def cmd_bench(a):

@@ -49,7 +49,6 @@ BUILD_DATASET_ARGS = (
 # %% ../../nbs/cli/13b_cli_data.ipynb #997fb431
 @command(
     "build-dataset",
-    "Build SWE-Bench-CL from SWE-bench Verified rows.",
     *BUILD_DATASET_ARGS,
 )
 def cmd_build_dataset(a):
@@ -75,7 +74,6 @@ def table_text(df, path) -> str:
 # %% ../../nbs/cli/13b_cli_data.ipynb #34977309
 @command(
     "stats",
-    "Print and write per-sequence statistics (Table 1).",
     arg("--dataset", default="swe-bench-cl", help=DATASET_HELP),
     arg("--out", type="output", help="also write the table (.md or .csv)"),
 )
@@ -120,7 +118,6 @@ SIMILARITY_ARGS = (
 # %% ../../nbs/cli/13b_cli_data.ipynb #8f3480d0
 @command(
     "similarity",
-    "Patch similarity (Jaccard, TF-IDF cosine) per pair and on average.",
     *SIMILARITY_ARGS,
 )
 def cmd_similarity(a):
@@ -172,7 +169,6 @@ METRICS_ARGS = (
 # %% ../../nbs/cli/13b_cli_data.ipynb #154a500c
 @command(
     "metrics",
-    "Continual-learning metrics with bootstrap CIs from attempts.jsonl files.",
     *METRICS_ARGS,
 )
 def cmd_metrics(a):
@@ -196,7 +192,6 @@ def report_files(out) -> list:
 # %% ../../nbs/cli/13b_cli_data.ipynb #3fd09362
 @command(
     "report",
-    "Render reports/ from a results folder: markdown tables and PNG figures with an index (README.md).",
     arg("--results", default="results", help="the results folder to read (written by swecl run)"),
     arg("--out", default="reports", help="the folder to write the report into"),
     arg("--dataset", default="swe-bench-cl", help="the dataset whose statistics and patch similarity are shown"),
@@ -283,7 +278,6 @@ LIST_ARGS = (
 # %% ../../nbs/cli/13b_cli_data.ipynb #cc9d6a41
 @command(
     "list",
-    "List the datasets swecl accepts, or a dataset's sequences or instance ids.",
     *LIST_ARGS,
 )
 def cmd_list(a):

@@ -46,7 +46,6 @@ IMAGES_ARGS = (
 # %% ../../nbs/cli/13f_cli_images.ipynb #96467686
 @command(
     "images",
-    "Instance images for the docker sandbox: build them offline from swecl's env recipe, or list them.",
     *IMAGES_ARGS,
 )
 def cmd_images(a):

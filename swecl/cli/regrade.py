@@ -137,7 +137,6 @@ def with_official_logs(disagree: list, tasks: list, records: list, logs) -> list
 # %% ../../nbs/cli/13e_cli_regrade.ipynb #adc75e24
 @command(
     "regrade",
-    "Grade recorded SWE-bench predictions with swecl: resolved rate per sequence with confidence intervals, agreement with recorded verdicts.",
     *REGRADE_ARGS,
 )
 def cmd_regrade(a):

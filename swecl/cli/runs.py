@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
-import sys
 from pathlib import Path
 
 from ..base.lazy import lazy_module
@@ -16,19 +14,16 @@ from .base import UsageError, arg, command, frame_text, write_json
 from ..memory import memory, retrieval
 from ..models.model_base import model_spec
 from ..models.models import model_ready
-from ..report import browse, trajectory
-from ..report.parts import term_text
 from ..report.results import RETRIEVAL_COLUMNS, run_coverage
 from ..runs import poisoning, runner, transfer
 from ..runs.estimate import estimate_cells, estimate_text, money
 from ..runs.plan_keys import FLAG_KEYS, PLAN_FIELDS
 from ..runs.plans import run_config
-from ..runs.progress import middle_cut
 
 # %% auto #0
 __all__ = ['MAX_TOTAL_COST', 'KEY_HELP', 'RUN_FLAGS', 'RUN_ARGS', 'DRIFT_COLUMNS', 'POISON_ARGS', 'RETRIEVAL_STUDY_ARGS',
-           'SHOW_WIDTH', 'cell_line', 'flag_help', 'check_cost', 'cmd_run', 'read_drift_table', 'poison_summary',
-           'drift_line', 'parse_cells', 'cmd_poison', 'cmd_retrieval_study', 'list_lines', 'cmd_show', 'cmd_browse']
+           'cell_line', 'flag_help', 'check_cost', 'cmd_run', 'read_drift_table', 'poison_summary', 'drift_line',
+           'parse_cells', 'cmd_poison', 'cmd_retrieval_study']
 
 # %% ../../nbs/cli/13d_cli_runs.ipynb #11e5ecbc
 pd = lazy_module("pandas")
@@ -93,7 +88,6 @@ RUN_ARGS = (
 # %% ../../nbs/cli/13d_cli_runs.ipynb #38732f62
 @command(
     "run",
-    "Run an experiment: from flags (--model, --dataset, …) or a plan; prints the estimate first (resumable).",
     *RUN_ARGS,
 )
 def cmd_run(a):
@@ -215,7 +209,6 @@ POISON_ARGS = (
 # %% ../../nbs/cli/13d_cli_runs.ipynb #018f704e
 @command(
     "poison",
-    "Prompt-poisoning drift (Algorithm 1): run it with a model, or summarise a per-pair drift table.",
     *POISON_ARGS,
 )
 def cmd_poison(a):
@@ -249,7 +242,6 @@ RETRIEVAL_STUDY_ARGS = (
 # %% ../../nbs/cli/13d_cli_runs.ipynb #4391a975
 @command(
     "retrieval-study",
-    "Recall@k and MRR of the oracle links per embedder, representation and filter.",
     *RETRIEVAL_STUDY_ARGS,
 )
 def cmd_retrieval_study(a):
@@ -263,72 +255,3 @@ def cmd_retrieval_study(a):
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         df.to_csv(a.out, index=False)
     write_json(a.json, df.to_dict("records"))
-
-# %% ../../nbs/cli/13d_cli_runs.ipynb #09880607
-SHOW_WIDTH = 100  # columns of `show --list`
-
-
-def list_lines(df: pd.DataFrame, width: int = SHOW_WIDTH) -> list:
-    "`show --list`: each cell's folder on a line of its own, then its attempts, one row each within `width` columns."
-    out = []
-    for cell, rows in df.groupby("cell", sort=False):
-        view = rows[trajectory.LIST_COLUMNS[1:]].assign(
-            verdict=rows.verdict.str.split(" (", regex=False).str[0].str.lower(),  # the rule is in the reason
-            reason=rows.reason.map(lambda r: middle_cut(r, 24)),
-            instance_id=rows.instance_id.map(lambda i: middle_cut(str(i), 26)),
-            cost=pd.to_numeric(rows.cost, errors="coerce").round(2),
-            seconds=pd.to_numeric(rows.seconds, errors="coerce").round(0),
-        )
-        out += [
-            term_text(f"{cell or '.'}/"),
-            frame_text(view, 2, width),
-        ]  # a folder name: no escape reaches the terminal
-    return out
-
-# %% ../../nbs/cli/13d_cli_runs.ipynb #09880608
-@command(
-    "show",
-    "Render one attempt in the terminal: its steps, tool calls, outputs (folded), final diff, verdict, and tokens and cost by kind.",
-    arg(
-        "path",
-        help="an attempt's trajectory file (CELL/trajectories/ID.jsonl), or a results, experiment or cell folder",
-    ),
-    arg("attempt", nargs="?", help=f"with a folder: {trajectory.ID_FORM}"),
-    arg("--full", action="store_true", help="show every line of every output (default: long outputs are folded)"),
-    arg("--list", action="store_true", help="with a folder: list its attempts and their names instead"),
-)
-def cmd_show(a):
-    "The attempt in the terminal; `--json`: its record, tokens and cost by kind, and trajectory steps (or the list)."
-    if a.list:
-        df = trajectory.attempts_frame(a.path)
-        print("\n".join(list_lines(df)))
-        write_json(a.json, df.drop(columns="record").to_dict("records"))
-        return
-    att = trajectory.find_attempt(a.path, a.attempt)
-    trajectory.show(att, full=a.full)
-    usage = trajectory.usage_by_kind(att.record)
-    write_json(
-        a.json, {"name": att.name, "record": att.record, "usage_by_kind": usage, "steps": att.steps, "note": att.note}
-    )
-
-# %% ../../nbs/cli/13d_cli_runs.ipynb #a24fe516
-@command(
-    "browse",
-    "Browse the attempts of a results folder in the terminal: page by page (what the agent was given, each step, the diff), with search and filters; q quits.",
-    arg("path", help="a results, experiment or cell folder"),
-    arg("--cell", default="", help="only cells whose folder holds this text"),
-    arg("--task", default="", help="only attempts whose instance id holds this text"),
-    arg("--outcome", default="all", choices=browse.OUTCOMES, help="only attempts with this outcome"),
-    arg("--full", action="store_true", help="show every line of every output (f toggles it)"),
-)
-def cmd_browse(a):
-    "The browser over `a.path`; keys: ←→ page, n/p attempt, / search, c t o filters, f fold, q quit."
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise UsageError(
-            "swecl browse needs a terminal (it reads keys); in a pipe or a script use swecl show PATH --list and "
-            "swecl show PATH ATTEMPT."
-        )
-    b = browse.Browser(Path(a.path), width=shutil.get_terminal_size().columns)
-    b.full = a.full
-    b.set_filter(a.cell, a.task, a.outcome)
-    browse.browse_app(b).run()

@@ -185,7 +185,6 @@ VALIDATE_ARGS = (
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #8b64e00c
 @command(
     "validate",
-    "Harness check: gold patches must resolve, empty patches must not.",
     *VALIDATE_ARGS,
 )
 def cmd_validate(a):
@@ -230,7 +229,6 @@ SANDBOX_ARGS = (
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #1cd5f81d
 @command(
     "sandbox",
-    "Run one command in a fresh sandbox of a task; exits with the command's exit code.",
     *SANDBOX_ARGS,
 )
 def cmd_sandbox(a):
@@ -305,7 +303,6 @@ SOLVE_ARGS = (
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #068c9806
 @command(
     "solve",
-    "Run one task end to end: agent, patch, grading.",
     *SOLVE_ARGS,
 )
 def cmd_solve(a):
@@ -371,7 +368,6 @@ ENVS_ARGS = (
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #321f5b2e
 @command(
     "envs",
-    "The env cache by status with sizes; --prune removes what no run reads again.",
     *ENVS_ARGS,
 )
 def cmd_envs(a):
@@ -407,7 +403,6 @@ CACHE_ARGS = (
 
 @command(
     "cache",
-    "What swecl's caches hold (entries, size, last use) and, with --prune, their least recently used entries removed.",
     *CACHE_ARGS,
 )
 def cmd_cache(a):

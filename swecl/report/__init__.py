@@ -19,5 +19,6 @@ MODULES = (
     "report",
     "trajectory",
     "trajectory_html",
+    "browse",
 )  # the folder's modules, in its order
 __getattr__, __dir__ = lazy_names(__name__, MODULES)  # a name is found when first asked for
