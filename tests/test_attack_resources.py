@@ -79,7 +79,7 @@ for name, argv in json.loads(sys.argv[1]).items():
 print(json.dumps(res))
 """  # several refusals through the CLI's own dispatcher in one interpreter: each timed alone, one start paid
 SEPARATE = ("dataset-zero", "predictions-fifo", "plan-laughs")  # also as `python -m swecl.cli`, each its own process
-CELL = "mini/swecl-mini_textkit_sequence__scripted__nomem__s0"  # the folder of MINI_RUN's one cell
+CELL = "mini/swecl-mini_textkit_sequence__scripted__none__s0"  # the folder of MINI_RUN's one cell
 
 
 @pytest.fixture(scope="module")

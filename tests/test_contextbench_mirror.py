@@ -47,7 +47,7 @@ def test_scripted_cell_on_contextbench_lite_grades_the_gradable_tasks(swecl_bin,
     est = json.loads(out.read_text())["estimate"]["total"]
     assert (est["cells"], est["attempts"], est["to_run"], est["left_out"]) == (2, 6, 4, 2)
     cells = {c["cell"]: c for c in json.loads(out.read_text())["cells"]}
-    none, oracle = f"{SEQ}__scripted__nomem__s0", f"{SEQ}__scripted__oracle-summary__s0"
+    none, oracle = f"{SEQ}__scripted__none__s0", f"{SEQ}__scripted__oracle-summary__s0"
     assert set(cells) == {none, oracle}
     for c in cells.values():
         assert (c["n_tasks"], c["attempts"], c["new"], c["left_out"], c["model_errors"]) == (3, 3, 3, 1, 0)

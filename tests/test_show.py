@@ -31,9 +31,9 @@ def results(swecl_bin, tmp_path_factory):
 def test_progress_in_a_log_is_plain_lines(results):
     _, err = results
     assert "\r" not in err  # no bar redrawn into a log
-    lines = [line for line in err.splitlines() if "__nomem__s0: " in line]
+    lines = [line for line in err.splitlines() if "__none__s0: " in line]
     assert lines[0].endswith("first-i2-j2-s0 swecl-mini__textkit-2 failed: no patch"), lines
-    assert re.search(r"__nomem__s0: 2/2 attempts, 1 resolved, cost \$0\.00, ETA ", lines[1]), lines
+    assert re.search(r"__none__s0: 2/2 attempts, 1 resolved, cost \$0\.00, ETA ", lines[1]), lines
     assert len(lines) == 2, lines
 
 

@@ -23,7 +23,8 @@ from ..models.models import classify_http
 
 # %% auto #0
 __all__ = ['SETTINGS', 'normalise', 'HashingEmbedder', 'MiniLMEmbedder', 'APIEmbedder', 'make_embedder', 'Hit', 'FilterColumns',
-           'MemoryStore', 'approx_tokens', 'entry_text', 'format_memory', 'MemorySetting', 'oracle_links', 'Memory']
+           'MemoryStore', 'approx_tokens', 'entry_text', 'format_memory', 'condition_name', 'MemorySetting',
+           'oracle_links', 'Memory']
 
 # %% ../../nbs/memory/08_memory.ipynb #4d15ad8b
 sklearn_text = lazy_module("sklearn.feature_extraction.text")
@@ -318,6 +319,11 @@ def format_memory(hits: list, content: str = "summary", max_context_tokens: int 
 # %% ../../nbs/memory/08_memory.ipynb #3183ea83
 SETTINGS = ("none", "auto", "tool", "oracle")
 
+
+def condition_name(memory: str, content: str = "summary") -> str:
+    "The one spelling of a memory condition in flags, cell folders, reports and pages: `none`, `auto-summary`, …"
+    return "none" if memory == "none" else f"{memory}-{content}"
+
 # %% ../../nbs/memory/08_memory.ipynb #92dfb3f1
 @dataclass
 class MemorySetting:
@@ -340,7 +346,7 @@ class MemorySetting:
     needs_store = property(lambda self: self.mode != "none")
     in_prompt = property(lambda self: self.mode in ("auto", "oracle"))
     is_tool = property(lambda self: self.mode == "tool")
-    label = property(lambda self: "nomem" if self.mode == "none" else f"{self.mode}-{self.content}")
+    label = property(lambda self: condition_name(self.mode, self.content))
 
 # %% ../../nbs/memory/08_memory.ipynb #0197b211
 def oracle_links(task: Task, links: list | None = None) -> list:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..base.labels import infra_label
 from ..base.lazy import lazy_module
+from ..memory.memory import condition_name
 from ..metrics.attempts import read_attempts
 from ..models.model_base import ModelError, model_spec
 from .parts import Section, md_table
@@ -50,7 +51,7 @@ def pipeline_row(attempts_file: Path, cfg: dict) -> dict:
     recs = read_attempts(attempts_file) if Path(attempts_file).is_file() else []
     infra = [r for r in recs if infra_label(r)]
     ends = Counter(r.get("exit_reason") or "unknown" for r in recs)
-    cond = "none" if cfg.get("memory") == "none" else f"{cfg.get('memory')}/{cfg.get('content')}"
+    cond = condition_name(cfg.get("memory"), cfg.get("content"))
     return {
         "experiment": cfg.get("experiment", ""),
         "model": cfg["model"],

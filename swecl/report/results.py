@@ -13,6 +13,7 @@ from ..base.labels import infra_label
 from ..base.lazy import lazy_module
 from ..base.schema import DatasetError
 from ..grading.validation import expected, load_gradable
+from ..memory.memory import condition_name
 from ..metrics import metrics
 from ..metrics.attempts import left_out, read_attempts
 from ..models.model_base import smoke_label
@@ -153,7 +154,7 @@ def load_results(results: Path) -> pd.DataFrame:
         cfg = cell_config(f)
         if cfg["model"].startswith("scripted") or smoke_label(cfg["model"]) or cfg.get("source_sequence_id"):
             continue
-        cond = "none" if cfg["memory"] == "none" else f"{cfg['memory']}/{cfg['content']}"
+        cond = condition_name(cfg["memory"], cfg["content"])
         keep = {"cell": f.parent.name} | {k: cfg[k] for k in ("experiment", "dataset", "model")}
         for r in read_attempts(f):
             rows.append(r | keep | {"condition": cond, "seed": cfg["seed"], "infra": infra_label(r)})

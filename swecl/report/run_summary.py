@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..base.labels import infra_label
 from ..base.lazy import lazy_module
+from ..memory.memory import condition_name
 from ..metrics.attempts import read_attempts
 from .parts import Section, md_table
 from .pipeline import pipeline_kind
@@ -61,7 +62,7 @@ def run_row(attempts_file: Path, cfg: dict) -> dict:
     return {
         "experiment": cfg.get("experiment", ""), "sequence": cfg.get("sequence_id") or (recs[0].get("sequence_id") if recs else ""),
         "model": cfg["model"], "kind": pipeline_kind(cfg["model"]) or "result",
-        "condition": "none" if cfg.get("memory") == "none" else f"{cfg.get('memory')}/{cfg.get('content')}",
+        "condition": condition_name(cfg.get("memory"), cfg.get("content")),
         "seed": cfg.get("seed"), "attempts": len(recs), "resolved": f"{len(won)}/{len(graded)}",
         "resolved tasks": ids_text(sorted({r["instance_id"] for r in won})),
         "re-tests": f"{len(rwon)}/{len(rgraded)}" if retests else "-",

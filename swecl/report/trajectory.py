@@ -20,6 +20,7 @@ from rich.text import Text
 from ..agent.agent import read_trajectory
 from ..base.labels import counted_as, infra_label
 from ..base.lazy import lazy_module
+from ..memory.memory import condition_name
 from ..metrics.attempts import read_attempts, record_id
 from ..metrics.metrics import TOKEN_KINDS
 from ..models.model_base import ModelError, model_spec, price_of
@@ -247,12 +248,11 @@ def facts(a: Attempt) -> list:
     "(label, text) rows of an attempt's header."
     r, n = a.record, lambda k: r.get(k) if r.get(k) is not None else "?"
     tests = f"FAIL_TO_PASS {n('f2p_passed')}/{n('f2p_total')}, PASS_TO_PASS {n('p2p_passed')}/{n('p2p_total')}"
-    memory = r.get("memory") or "?"
     rows = [
         ("attempt", f"{r['kind']} attempt of task {r['j']}" + (f" after learning task {r['i']}" if r["kind"] == "retest" else "") + f", sample {r.get('sample') or 0}"),
         ("task", f"{r.get('instance_id', '?')} ({r['sequence_id']}, position {r['j']} of {n('n_tasks')})"),
         ("model", f"{n('model')}, seed {n('seed')}"),
-        ("memory", memory if memory == "none" else f"{memory} ({n('content')})"),
+        ("memory", condition_name(r["memory"], r.get("content") or "summary") if r.get("memory") else "?"),
         ("verdict", verdict(r) + (f": {why}" if (why := failure_reason(r)) else "")),
         ("stopped", f"{n('exit_reason')} after {n('steps')} steps"),
         ("tests", tests + ("" if r.get("patch_applied") is not False or not (r.get("patch") or "").strip() else "; the patch did not apply")),

@@ -13,6 +13,7 @@ import numpy as np
 from ..base.core import wilson
 from ..base.labels import infra_label
 from ..base.lazy import lazy_module
+from ..memory.memory import condition_name
 from ..metrics.attempts import read_attempts
 from ..metrics.metrics import paired_bootstrap
 from ..models.model_base import model_spec
@@ -35,7 +36,7 @@ ROW_COLUMNS = "experiment model seed condition source target instance_id sample 
 def _first_attempts(f: Path, cfg: dict) -> list:
     "One row per first attempt in the attempts file `f` of the cell whose config is `cfg`."
     src = cfg.get("source_sequence_id")
-    cond = "none" if cfg["memory"] == "none" else f"{cfg['memory']}/{cfg['content']}"
+    cond = condition_name(cfg["memory"], cfg["content"])
     return [
         {"experiment": cfg["experiment"], "model": cfg["model"], "seed": cfg["seed"], "condition": cond}
         | {

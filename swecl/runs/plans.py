@@ -330,14 +330,14 @@ def split_list(text: str, flag: str) -> list:
 
 # %% ../../nbs/runs/11a_plans.ipynb #4a7af038
 def parse_condition(text: str) -> dict:
-    "`auto:summary` -> {memory: auto, content: summary}; `none` -> {memory: none}; an unknown one is `RunError`."
-    memory, _, content = text.partition(":")
+    "`auto-summary` (or `auto:summary`, `auto/summary`) -> {memory: auto, content: summary}; `none` -> {memory: none}."
+    memory, _, content = re.sub(r"[:/]", "-", text).partition("-")
     c = {"memory": memory} | ({"content": content} if content else {})
     try:
         MemorySetting(memory, content or "summary")
     except ValueError as e:
         raise RunError(
-            f"--conditions: {text!r} is not a condition ({str(e).rstrip('.')}); write memory[:content], e.g. auto:summary."
+            f"--conditions: {text!r} is not a condition ({str(e).rstrip('.')}); write memory[-content], e.g. auto-summary."
         ) from None
     return c
 

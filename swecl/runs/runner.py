@@ -41,9 +41,10 @@ from ..tasks.datasets import load
 
 # %% auto #0
 __all__ = ['CHECKED', 'MODEL_ERROR_STOP', 'PR_SET_PDEATHSIG', 'NO_MODEL', 'model_sha256', 'check_provenance', 'is_model_error',
-           'has_patch', 'expected_predictions', 'sync_predictions', 'CellStore', 'cell_tasks', 'attempt_order',
-           'cell_memory', 'restore_memory', 'attempt_record', 'run_attempt', 'run_attempts', 'cell_summary', 'budgeted',
-           'run_cell', 'run_cells_ray', 'watch_parent', 'die_with_parent', 'run_cells', 'run_plan', 'run_experiment']
+           'has_patch', 'expected_predictions', 'sync_predictions', 'adopt_legacy_folder', 'CellStore', 'cell_tasks',
+           'attempt_order', 'cell_memory', 'restore_memory', 'attempt_record', 'run_attempt', 'run_attempts',
+           'cell_summary', 'budgeted', 'run_cell', 'run_cells_ray', 'watch_parent', 'die_with_parent', 'run_cells',
+           'run_plan', 'run_experiment']
 
 # %% ../../nbs/runs/11_runner.ipynb #963fdd11
 CHECKED = {"dataset_sha256": "dataset", "model_sha256": "model file"}  # provenance that must not change on resume
@@ -109,6 +110,14 @@ def sync_predictions(folder: Path, attempts: list, model: str) -> int:
     )
     return len(dropped)
 
+# %% ../../nbs/runs/11_runner.ipynb #3e2d0dc2
+def adopt_legacy_folder(cell_dir: Path) -> None:
+    """Rename a memory-none cell's folder from its old spelling (`__nomem__`, before one spelling of each condition) to
+    `cell_dir`, so that a results folder written before resumes instead of starting over."""
+    legacy = cell_dir.with_name(cell_dir.name.replace("__none__", "__nomem__"))
+    if legacy != cell_dir and legacy.is_dir() and not cell_dir.exists():
+        legacy.rename(cell_dir)
+
 # %% ../../nbs/runs/11_runner.ipynb #3e2d0dc3
 class CellStore:
     "A cell's folder, locked while open: manifest check, finished attempts, and crash-safe appends."
@@ -116,6 +125,7 @@ class CellStore:
     def __init__(self, out: str | Path, cell: Cell, dataset_sha256: str | None = None):
         exp, cid = safe_component(cell.experiment, "experiment"), safe_component(cell.id, "cell id")
         self.cell, self.dir = cell, Path(out) / exp / cid
+        adopt_legacy_folder(self.dir)
         (self.dir / "trajectories").mkdir(parents=True, exist_ok=True)
         self.lock = FileLock(str(self.dir / ".lock"))
         try:

@@ -105,11 +105,11 @@ def expand_transfer(plan, bench=None) -> list:
     conds = [c.get("memory", "none") for c in plan.get("conditions") or [{"memory": "none"}]]
     if "none" not in conds:
         raise RunError(
-            "Transfer is measured against memory none on the target; add it to the conditions (--conditions none,auto:summary)."
+            "Transfer is measured against memory none on the target; add it to the conditions (--conditions none,auto-summary)."
         )
     if not {"auto", "tool"} & set(conds):
         raise RunError(
-            "Transfer needs a searched memory among the conditions: auto or tool (--conditions none,auto:summary)."
+            "Transfer needs a searched memory among the conditions: auto or tool (--conditions none,auto-summary)."
         )
     cells = [c for c in cfg.cells if c.memory in ("auto", "tool")]
     fields = lambda c: {f.name: getattr(c, f.name) for f in dataclasses.fields(Cell)}
