@@ -18,7 +18,7 @@ from ..report.results import RETRIEVAL_COLUMNS, run_coverage
 from ..runs import poisoning, runner, transfer
 from ..runs.estimate import estimate_cells, estimate_text, money
 from ..runs.plan_keys import FLAG_KEYS, PLAN_FIELDS
-from ..runs.plans import run_config
+from ..runs.plans import ENGINES, run_config
 
 # %% auto #0
 __all__ = ['MAX_TOTAL_COST', 'KEY_HELP', 'RUN_FLAGS', 'RUN_ARGS', 'DRIFT_COLUMNS', 'POISON_ARGS', 'RETRIEVAL_STUDY_ARGS',
@@ -77,9 +77,10 @@ RUN_ARGS = (
     arg("--out", default="results", help="the results folder; a run resumes what it already holds"),
     arg(
         "--engine",
-        choices=["local", "ray"],
-        default="local",
-        help="local: cells in this machine's processes; ray: cells as Ray tasks ($RAY_ADDRESS or a local Ray; the ray extra)",
+        choices=ENGINES,
+        help="local: cells in this machine's processes; ray: cells as Ray tasks ($RAY_ADDRESS or a local Ray; the ray "
+        "extra); papermill: each cell through nbs/run_cell.ipynb, its executed copy kept in the cell's folder "
+        "(default: the plan's engine, else local)",
     ),
     arg("--dry-run", action="store_true", help="print the estimate and stop; nothing is run or written"),
     arg("--max-total-cost", type="amount", help=f"USD the whole run may be estimated at (default: {MAX_TOTAL_COST:g})"),
@@ -94,10 +95,11 @@ def cmd_run(a):
     "The estimate, then validation, retrieval study and cells of the plan; `--json`: the run's summary (or the estimate)."
     cfg = run_config(a.plan, {k: getattr(a, k) for k in FLAG_KEYS})  # checked, loaded and expanded once
     plan, workers = cfg.plan, cfg.plan.get("workers") or 1
+    engine = a.engine or plan.get("engine") or "local"
     tcells = transfer.expand_transfer(cfg)  # a plan that cannot measure transfer is refused here
-    if tcells and a.engine != "local":
+    if tcells and engine != "local":
         raise UsageError("Transfer cells run with --engine local only; use it, or drop the plan's transfer.")
-    for spec in dict.fromkeys(c.model for c in cfg.cells) if not a.dry_run and a.engine == "local" else ():
+    for spec in dict.fromkeys(c.model for c in cfg.cells) if not a.dry_run and engine != "ray" else ():
         model_ready(spec)  # a key not set or a server down: one sentence now (Ray's workers may hold what we lack)
     est = estimate_cells(list(cfg.cells) + tcells, cfg.bench, a.out, workers)
     print(estimate_text(est))
@@ -109,7 +111,7 @@ def cmd_run(a):
         write_json(a.json, {"plan": dict(plan), "estimate": est})
         return
     check_cost(est["total"]["cost"], a.max_total_cost)
-    r = runner.run_experiment(cfg, a.out, workers, a.engine)
+    r = runner.run_experiment(cfg, a.out, workers, engine)
     r["cells"] += transfer.run_transfer(cfg, a.out, workers) if tcells else []  # after the cells they read
     if "validation" in r:
         cached = f" ({v['cached']} read from the grade cache)" if (v := r["validation"]).get("cached") else ""

@@ -13,6 +13,7 @@ MODULES = (
     "plan_keys",
     "plans",
     "studies",
+    "notebook_engine",
     "runner",
     "poisoning",
     "transfer",

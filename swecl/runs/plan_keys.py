@@ -56,6 +56,7 @@ PLAN_FIELDS = (
     PlanField("validate", "harness validation first (gold must resolve, empty must not)", "`false`"),
     PlanField("retrieval_study", "embedders of a retrieval-quality study run first", "none"),
     PlanField("workers", "cells run at once (`--engine local`)", "1", "--workers", None, {"type": "positive"}),
+    PlanField("engine", "where cells run: `local` (this machine's processes), `ray` (Ray tasks), `papermill` (each cell through `nbs/run_cell.ipynb`, its executed copy kept in the cell's folder); `swecl run --engine` overrides it", "`local`"),
     PlanField("transfer", "cross-repository transfer: `all` (every ordered pair of the sequences) or `[[A, B], …]`; each target B is evaluated (first attempts, no re-tests) with the memory of A's own cell of the same model, condition and seed, frozen (B's experiences are not written), and compared with B's `none` cell; needs `none` and `auto` or `tool` among the conditions; `--engine local` only", "none", "--transfer", "--transfer all\\|A:B[,A:B]", {"metavar": "all|A:B[,A:B…]"}),
 )  # fmt: skip
 

@@ -33,11 +33,11 @@ from ..tasks.datasets import load
 from ..tasks.selection import sequence_id
 
 # %% auto #0
-__all__ = ['MAX_COMPONENT', 'LATER_OPTIONS', 'COUNTS', 'NUMBERS', 'MAX_PLAN_BYTES', 'FLAGS_BASE', 'RunError', 'safe_component',
-           'Cell', 'check_number', 'check_list', 'check_conditions', 'check_group', 'check_budget', 'check_agent',
-           'check_transfer', 'check_names', 'check_values', 'check_plan', 'plan_path', 'load_plan', 'plan_sequences',
-           'plan_models', 'plan_cells', 'expand', 'split_list', 'parse_condition', 'parse_seeds', 'parse_transfer',
-           'apply_flags', 'plan_from_flags', 'RunConfig', 'run_config']
+__all__ = ['MAX_COMPONENT', 'LATER_OPTIONS', 'COUNTS', 'NUMBERS', 'ENGINES', 'MAX_PLAN_BYTES', 'FLAGS_BASE', 'RunError',
+           'safe_component', 'Cell', 'check_number', 'check_list', 'check_conditions', 'check_group', 'check_budget',
+           'check_agent', 'check_transfer', 'check_names', 'check_values', 'check_plan', 'plan_path', 'load_plan',
+           'plan_sequences', 'plan_models', 'plan_cells', 'expand', 'split_list', 'parse_condition', 'parse_seeds',
+           'parse_transfer', 'apply_flags', 'plan_from_flags', 'RunConfig', 'run_config']
 
 # %% ../../nbs/runs/11a_plans.ipynb #25cc391a
 class RunError(RuntimeError):
@@ -121,6 +121,7 @@ def agent_config(self: Cell) -> AgentConfig:
 # %% ../../nbs/runs/11a_plans.ipynb #fae2b988
 COUNTS = {"n_samples": 1, "k": 1, "max_context_tokens": 1, "max_tasks": 1, "workers": 1}  # key -> least value
 NUMBERS = {"max_cost", "max_seconds", "bash_timeout"}  # budget and agent options that are numbers > 0, not counts
+ENGINES = ("local", "ray", "papermill")  # where cells run (`runner.run_cells`)
 
 # %% ../../nbs/runs/11a_plans.ipynb #f5dfa756
 def check_number(value, what: str, least=1, integer: bool = True):
@@ -203,7 +204,7 @@ def check_names(plan: dict) -> None:
 
 # %% ../../nbs/runs/11a_plans.ipynb #8c3e0d02
 def check_values(plan: dict) -> None:
-    "The plan's true/false options, its counts, and its retrieval score floor."
+    "The plan's true/false options, its counts, its retrieval score floor, and its engine."
     for k in ("exclude_self", "validate", "successful_only", "same_sequence_first"):
         if not isinstance(plan.get(k, False), bool):
             raise RunError(f"The plan's {k} must be true or false, not {plan[k]!r}.")
@@ -212,6 +213,8 @@ def check_values(plan: dict) -> None:
             check_number(plan[k], k, least)
     if plan.get("min_score") is not None:
         check_number(plan["min_score"], "min_score", -1, integer=False)
+    if plan.get("engine", "local") not in ENGINES:
+        raise RunError(f"The plan's engine must be one of {', '.join(ENGINES)}, not {plan['engine']!r}.")
 
 # %% ../../nbs/runs/11a_plans.ipynb #3467bb84
 def check_plan(plan) -> dict:

@@ -33,7 +33,8 @@ from ..metrics.attempts import attempt_id
 from ..metrics.metrics import retest_plan
 from ..models.model_base import ModelSpec, TimeBudget
 from ..models.models import make_model
-from .plans import Cell, RunError, run_config, safe_component
+from .notebook_engine import run_cells_papermill
+from .plans import ENGINES, Cell, RunError, run_config, safe_component
 from .progress import CellProgress, draws_bars
 from .studies import retrieval_table, validate_plan
 from ..sandbox.sandboxes import sandbox_for
@@ -371,11 +372,13 @@ def die_with_parent(parent: int) -> None:
 def run_cells(
     cells: list, out: str | Path = "results", workers: int = 1, engine: str = "local", progress: bool = True, bench=None
 ) -> list:
-    "Run cells here, in `workers` spawned processes, or as Ray tasks; one summary per cell ('error' for a failed one)."
+    "Run cells here, in `workers` spawned processes, as Ray tasks, or through the run_cell notebook; one summary per cell."
     if engine == "ray":
         return run_cells_ray(cells, out, progress, bench)
+    if engine == "papermill":
+        return run_cells_papermill(cells, out, progress)
     if engine != "local":
-        raise RunError(f"Unknown engine {engine!r}; use local or ray.")
+        raise RunError(f"Unknown engine {engine!r}; use one of {', '.join(ENGINES)}.")
     quiet = not progress or None  # None: tqdm draws its bar only in a terminal
     if workers <= 1:
         return [_run_cell_safe(c, str(out), bench, progress) for c in tqdm(cells, desc="cells", disable=quiet)]
