@@ -11,7 +11,7 @@ export SWECL_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/swe-bench-verified.jsonl
 export MPLBACKEND ?= Agg
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: run test lint install sysdeps export clean-venv docs docker-engine docker-engine-stop local-llm
+.PHONY: run test lint install sysdeps export clean-venv docs docker-engine docker-engine-stop local-llm lab
 
 $(STAMP): settings.ini setup.py pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,10 @@ local-llm: install $(LOCAL_LLM_STAMP)
 # TEST_FLAGS runs flagged tests too, e.g. `make test TEST_FLAGS=docker` once `make docker-engine` answers
 test: install lint
 	$(BIN)/python scripts/run_tests.py $(if $(TEST_FLAGS),--flags "$(TEST_FLAGS)")
+
+# JupyterLab on the notebooks (the source of the package) with the project's kernel, on 127.0.0.1 only.
+lab: install
+	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser --notebook-dir nbs $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # A Docker engine for the docker sandbox when none answers (root: installs docker.io and debootstrap, starts dockerd);
 # an engine already running is left alone, and docker-engine-stop stops only the one this started.

@@ -17,15 +17,16 @@ import numpy as np
 from ..base.lazy import lazy_module
 
 # %% auto #0
-__all__ = ['CONTROL_SEQ', 'MD_SPECIAL', 'MAX_TICKS', 'RETRIEVAL_METRICS', 'Section', 'term_text', 'md_text', 'md_code',
-           'html_text', 'rel_link', 'md_link', 'links_out_of', 'check_contained', 'md_table', 'ci_text', 'save_figure',
-           'cumulative_success', 'learning_curves_figure', 'draw_learning_curves', 'position_ticks', 'heatmap_figure',
-           'draw_heatmap', 'retrieval_plot', 'retrieval_figure']
+__all__ = ['CONTROL_SEQ', 'MD_SPECIAL', 'PALETTE', 'MAX_TICKS', 'RETRIEVAL_METRICS', 'Section', 'term_text', 'md_text', 'md_code',
+           'html_text', 'rel_link', 'md_link', 'links_out_of', 'check_contained', 'md_table', 'ci_text',
+           'report_subplots', 'save_figure', 'cumulative_success', 'learning_curves_figure', 'draw_learning_curves',
+           'position_ticks', 'heatmap_figure', 'draw_heatmap', 'retrieval_plot', 'retrieval_figure']
 
 # %% ../../nbs/report/12b_report_parts.ipynb #2df03294
 plt = lazy_module("matplotlib.pyplot")
 pd = lazy_module("pandas")
 ticker = lazy_module("matplotlib.ticker")
+sns = lazy_module("seaborn")
 
 # %% ../../nbs/report/12b_report_parts.ipynb #626038d5
 class Section:
@@ -120,6 +121,15 @@ def ci_text(est, lo, hi, fmt="{:.3f}") -> str:
         return "undefined"
     return fmt.format(est) + ("" if lo is None or np.isnan(lo) else f" [{fmt.format(lo)}, {fmt.format(hi)}]")
 
+# %% ../../nbs/report/12b_report_parts.ipynb #62168543
+PALETTE = "colorblind"  # seaborn's colour-blind-safe palette, for every figure of the report
+
+
+def report_subplots(*args, **kw):
+    "`plt.subplots` under the report's one theme: seaborn's whitegrid style, paper context, colour-blind-safe palette."
+    sns.set_theme(context="paper", style="whitegrid", palette=PALETTE)
+    return plt.subplots(*args, **kw)
+
 # %% ../../nbs/report/12b_report_parts.ipynb #62168544
 def save_figure(fig, path, dpi: int = 120) -> Path:
     "Lay out, save (PNG at `path`, SVG beside it) and close `fig`; returns the PNG's path."
@@ -137,21 +147,22 @@ def cumulative_success(firsts: pd.DataFrame) -> pd.Series:
 # %% ../../nbs/report/12b_report_parts.ipynb #98e39d18
 def learning_curves_figure(firsts: pd.DataFrame, path) -> Path:
     "Cumulative first-attempt success by sequence position, one line per model × condition."
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = report_subplots(figsize=(7, 4))
     draw_learning_curves(ax, firsts)
     return save_figure(fig, path)
 
 # %% ../../nbs/report/12b_report_parts.ipynb #99ffb79f
 def draw_learning_curves(ax, firsts: pd.DataFrame) -> None:
-    "The learning curves on `ax`: positions are whole numbers, so are the ticks."
-    for (model, cond), g in firsts.groupby(["model", "condition"]):
-        curve = cumulative_success(g)
-        ax.plot(curve.index, curve, marker=".", label=f"{model} · {cond}")
+    "The learning curves on `ax` (seaborn, a colour per model × condition): positions are whole numbers, so are the ticks."
+    curves = [cumulative_success(g).rename("success").reset_index().assign(run=f"{model} · {cond}")
+              for (model, cond), g in firsts.groupby(["model", "condition"])]  # fmt: skip
+    if curves:
+        sns.lineplot(data=pd.concat(curves), x="j", y="success", hue="run", marker="o", errorbar=None, ax=ax)
+        ax.legend(fontsize=7, title="model · condition", title_fontsize=7)
     ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
     ax.set_xlabel("sequence position")
     ax.set_ylabel("cumulative success (first attempts)")
     ax.set_ylim(-0.02, 1.02)  # a curve at 0 or 1 stays visible
-    ax.legend(fontsize=7)
 
 # %% ../../nbs/report/12b_report_parts.ipynb #0f216c91
 MAX_TICKS = 12  # position labels per heatmap axis
@@ -165,7 +176,7 @@ def position_ticks(axis, n: int, first: int, most: int = MAX_TICKS) -> None:
 # %% ../../nbs/report/12b_report_parts.ipynb #fdea8d29
 def heatmap_figure(a: np.ndarray, title: str, path) -> Path:
     "`a[i][j]` (success on task j after learning through task i) as a heatmap; blank where not measured."
-    fig, ax = plt.subplots(figsize=(4, 4))
+    fig, ax = report_subplots(figsize=(4, 4))
     draw_heatmap(fig, ax, a, title)
     return save_figure(fig, path, dpi=100)
 
@@ -206,8 +217,8 @@ def retrieval_plot(sel: pd.DataFrame):
     """Recall@1/5/10 and MRR of the oracle links with their CIs: a panel per benchmark × filter × link set (named in its
     title), a colour per embedder, a hatch per representation; the figure."""
     panels = list(sel.groupby(["benchmark", "filter", "links"]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4), squeeze=False)
-    colours = dict(zip(sorted(sel.embedder.unique()), plt.cm.tab10.colors))
+    fig, axes = report_subplots(1, len(panels), figsize=(6.5 * len(panels), 4), squeeze=False)
+    colours = dict(zip(sorted(sel.embedder.unique()), sns.color_palette(PALETTE)))
     hatches = dict(zip(sorted(sel.representation.unique()), ["", "//", "..", "xx", "++"]))
     for ax, ((bm, flt, links), g) in zip(axes[0], panels):
         _retrieval_panel(ax, g, colours, hatches)

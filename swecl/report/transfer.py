@@ -17,7 +17,7 @@ from ..memory.memory import condition_name
 from ..metrics.attempts import read_attempts
 from ..metrics.metrics import paired_bootstrap
 from ..models.model_base import model_spec
-from .parts import Section, ci_text, md_link, md_table, save_figure
+from .parts import Section, ci_text, md_link, md_table, report_subplots, save_figure
 from .results import cell_config
 from ..runs.transfer import slug
 
@@ -135,7 +135,7 @@ def transfer_figure(table: pd.DataFrame, path, title: str = "") -> Path:
     k, at = len(seqs), {s: i for i, s in enumerate(seqs)}
     cmap = plt.get_cmap("RdBu").copy()
     cmap.set_bad("#c8c8c8")
-    fig, ax = plt.subplots(figsize=(3.0 + 1.5 * k, 1.6 + 1.3 * k))
+    fig, ax = report_subplots(figsize=(3.0 + 1.5 * k, 1.6 + 1.3 * k))
     im = ax.imshow(np.ma.masked_invalid(a), cmap=cmap, vmin=-1, vmax=1)
     for r in table.itertuples():
         ax.text(at[r.target], at[r.source], square_text(r), ha="center", va="center", fontsize=7)
