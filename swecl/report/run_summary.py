@@ -87,7 +87,10 @@ def run_summary_section(results: Path) -> Section | None:
         return None
     known = df.cost.dropna()
     cost = f"${known.sum():.2f}" + (" (some costs unknown)" if len(known) < len(df) else "")
-    shown = df.assign(cost=[f"${c:.4f}" if c == c and c is not None else "?" for c in df.cost])
+    shown = df.assign(
+        cost=[f"${c:.4f}" if c == c and c is not None else "?" for c in df.cost],
+        minutes=df.minutes.map("{:.1f}".format),
+    )
     return Section(
         "Your run",
         f"{len(df)} cell(s), {int(df.attempts.sum())} attempts, {cost}, {df.minutes.sum():.1f} minutes of attempts.\n\n"
