@@ -9,18 +9,20 @@ import gzip
 import json
 import re
 import statistics
+import textwrap
 from pathlib import Path
 
 from ..base.lazy import lazy_module
 from ..grading.validation import not_gradable
 from ..models.model_base import ModelSpec, price_of
+from .progress import middle_cut
 from .runner import attempt_order, cell_tasks, is_model_error
 from .transfer import condition_label
 
 # %% auto #0
-__all__ = ['POOL_FILE', 'TOKENS', 'PRIORS', 'PRIOR_SOURCE', 'LOCAL_URL', 'measure_priors', 'prices', 'records', 'observed',
-           'per_attempt', 'capped', 'done_attempts', 'total', 'estimate_cells', 'money', 'duration', 'tokens_text',
-           'estimate_table', 'estimate_text']
+__all__ = ['POOL_FILE', 'TOKENS', 'PRIORS', 'PRIOR_SOURCE', 'LOCAL_URL', 'WIDTH', 'MODEL_WIDTH', 'measure_priors', 'prices',
+           'records', 'observed', 'per_attempt', 'capped', 'done_attempts', 'total', 'estimate_cells', 'money',
+           'duration', 'tokens_text', 'estimate_table', 'compact', 'estimate_text']
 
 # %% ../../nbs/runs/11b_estimate.ipynb #a6a8adca
 pd = lazy_module("pandas")
@@ -176,24 +178,39 @@ def estimate_table(e: dict) -> pd.DataFrame:
     t = g[["tasks", "attempts", "retests", "to_run"]].sum().join(g[[*TOKENS, "cost", "seconds"]].agg(keep))
     return t.assign(sequences=g.size()).reset_index()
 
+# %% ../../nbs/runs/11b_estimate.ipynb #e5t1mate
+WIDTH, MODEL_WIDTH = 100, 24  # the estimate fits a terminal of 100 columns; a long model string is cut in its middle
+
+
+def compact(n) -> str:
+    "A token count in at most 5 characters: 950, 12k, 3.4M."
+    if n is None or pd.isna(n):
+        return "?"
+    return next(
+        (
+            f"{n / d:.1f}{u}".replace(".0", "") if n / d < 10 else f"{n / d:.0f}{u}"
+            for d, u in ((1e9, "G"), (1e6, "M"), (1e3, "k"))
+            if n >= d
+        ),
+        f"{n:.0f}",
+    )
+
 # %% ../../nbs/runs/11b_estimate.ipynb #bc532f7a
 def estimate_text(e: dict) -> str:
-    "The estimate as printed: the table, the totals and the sources of the figures."
+    "The estimate as printed, within `WIDTH` columns: the table, the totals and the sources of the figures."
     t = e["total"]
     if not t["cells"]:
         return "estimate: no agent cells, so nothing to spend."
     df = estimate_table(e)
-    n = lambda k: df[k].map(lambda v: f"{v:,.0f}")
     show = (
-        df[["model", "condition", "seed", "sequences", "tasks", "attempts", "retests", "to_run"]]
+        df[["model", "condition", "seed", "tasks", "attempts", "to_run"]]
         .assign(
-            input=n("input"),
-            **{"cache read": n("cache_read")},
-            output=n("output"),
+            model=df["model"].map(lambda m: middle_cut(str(m), MODEL_WIDTH)),
+            **{k: df[c].map(compact) for k, c in (("in", "input"), ("cached", "cache_read"), ("out", "output"))},
             cost=df["cost"].map(money),
             time=df["seconds"].map(duration),
         )
-        .rename(columns={"retests": "re-tests", "to_run": "to run"})
+        .rename(columns={"to_run": "to run"})
     )
     lines = [
         f"estimate: {t['cells']} cells (sequence × model × condition × seed) over {t['tasks']} tasks: {t['attempts']} "
@@ -210,4 +227,4 @@ def estimate_text(e: dict) -> str:
         lines.append(
             f"per attempt of {m}: " + (f"{figures} before budget limits; " if f["steps"] else "") + f["source"]
         )
-    return "\n".join(lines)
+    return "\n".join(textwrap.fill(x, WIDTH, subsequent_indent="  ") if "\n" not in x else x for x in lines)

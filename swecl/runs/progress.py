@@ -16,8 +16,8 @@ from ..base.labels import infra_label
 from ..metrics.attempts import record_id
 
 # %% auto #0
-__all__ = ['STOP_WORDS', 'BAR_LABEL', 'one_line', 'middle_cut', 'verdict_reasons', 'failure_reason', 'draws_bars', 'eta_text',
-           'CellProgress']
+__all__ = ['STOP_WORDS', 'BAR_LABEL', 'BAR_FORMAT', 'one_line', 'middle_cut', 'verdict_reasons', 'failure_reason', 'draws_bars',
+           'eta_text', 'CellProgress']
 
 # %% ../../nbs/runs/09b_progress.ipynb #cbe4eecc
 STOP_WORDS = {
@@ -37,6 +37,7 @@ def one_line(text, limit: int = 200) -> str:
 
 
 BAR_LABEL = 40  # characters of a bar's label: with the bar and its counts, a line fits 100 columns
+BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt}{postfix}"  # the postfix holds the ETA
 
 
 def middle_cut(text: str, width: int) -> str:
@@ -94,7 +95,9 @@ class CellProgress:
         self.last = self.t0
         bars = enabled and total > 0 and (draws_bars(self.stream) if bars is None else bars)  # None: as draws_bars
         self.bar = (
-            tqdm(total=total, desc=middle_cut(name, BAR_LABEL), unit="attempt", file=self.stream) if bars else None
+            tqdm(total=total, desc=middle_cut(name, BAR_LABEL), unit="attempt", file=self.stream, bar_format=BAR_FORMAT)
+            if bars
+            else None
         )
 
     def close(self):
@@ -145,7 +148,7 @@ def update(self: CellProgress, rec: dict):
     if not self.enabled:
         return
     if why := failure_reason(rec):
-        self.say(f"{self.name}: {record_id(rec)} {rec.get('instance_id', '')} failed: {why}")
+        self.say(f"{middle_cut(self.name, BAR_LABEL)}: {record_id(rec)} {rec.get('instance_id', '')} failed: {why}")
     if self.bar is not None:
         self.bar.set_postfix_str(self.status(), refresh=False)
         self.bar.update(1)
