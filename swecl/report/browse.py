@@ -25,6 +25,7 @@ from rich.text import Text
 
 from ..base.labels import infra_label
 from . import trajectory as tj
+from ..runs.progress import middle_cut
 
 # %% auto #0
 __all__ = ['OUTCOMES', 'outcome', 'attempt_pages', 'page_lines', 'Browser', 'browse_app']
@@ -178,10 +179,10 @@ def search(self: Browser, words: str) -> bool:
 def status(self: Browser) -> str:
     "The top line: where the browser is, the filters, and the keys."
     kept, a = self.kept, self.attempt()
-    where = (f"{a.name}  attempt {self.at + 1}/{len(kept)}  page {self.page + 1}/{len(self.pages())}" if a
+    where = (f"{middle_cut(a.name, 36)}  attempt {self.at + 1}/{len(kept)}  page {self.page + 1}/{len(self.pages())}" if a
              else f"0/{len(self.rows)} attempts")  # fmt: skip
     filters = f"cell~{self.cell!r} task~{self.task!r} outcome={self.outcome}" + ("  full" if self.full else "")
-    return tj.printable(f"{where} | {filters} | ←→ page  n/p attempt  / search  c t o filter  f fold  q quit")
+    return tj.printable(f"{where} | {filters} | ←→ n/p / c t o f q")
 
 
 @patch
