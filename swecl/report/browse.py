@@ -179,9 +179,9 @@ def search(self: Browser, words: str) -> bool:
 def status(self: Browser) -> str:
     "The top line: where the browser is, the filters, and the keys."
     kept, a = self.kept, self.attempt()
-    where = (f"{middle_cut(a.name, 36)}  attempt {self.at + 1}/{len(kept)}  page {self.page + 1}/{len(self.pages())}" if a
+    where = (f"{middle_cut(a.name, 32)}  attempt {self.at + 1}/{len(kept)}  page {self.page + 1}/{len(self.pages())}" if a
              else f"0/{len(self.rows)} attempts")  # fmt: skip
-    filters = f"cell~{self.cell!r} task~{self.task!r} outcome={self.outcome}" + ("  full" if self.full else "")
+    filters = f"cell~{self.cell!r} task~{self.task!r} {self.outcome}" + ("  full" if self.full else "")
     return tj.printable(f"{where} | {filters} | ←→ n/p / c t o f q")
 
 
