@@ -47,7 +47,8 @@ __all__ = ['APPLY_METHODS', 'TEST_LOG_CHARS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPEN
            'mini_test_cmd', 'is_mini', 'base_test_command', 'test_command', 'tox_direct', 'session_test_command',
            'parse_log', 'test_report', 'patch_files', 'apply_patch', 'refuse', 'apply_step', 'prepare_tests',
            'reset_test_files', 'apply_test_patch', 'run_tests', 'adds_dependency', 'mark_infra', 'no_results_verdict',
-           'count_results', 'host_label', 'verdict', 'distrust', 'witness_check', 'test_step', 'grade_session', 'grade']
+           'count_results', 'host_label', 'verdict', 'distrust', 'run_ids', 'witness_check', 'test_step',
+           'grade_session', 'grade']
 
 # %% ../../nbs/grading/04_grading.ipynb #7afc4b20
 swebench_grading = lazy_module("swebench.harness.grading")
@@ -405,13 +406,22 @@ def distrust(g: Grade, changes: list, findings: list = ()) -> Grade:
         g.notes.append(f"not resolved: {why} (see suspicious)")
     return g
 
+# %% ../../nbs/grading/04_grading.ipynb #7a1c0e00
+def run_ids(task: Task, ids: list) -> list:
+    """The expected ids the test run itself can report. A pytest id whose file the test command does not run comes from
+    a run nested in a test (pytest's own tests run pytest on files they write; the inner run prints its ids into the
+    log), and SWE-bench's lists carry a few: the witness cannot see those, so the log alone decides them, as in SWE-bench."""
+    dirs = [d.rstrip("/") for d in test_directives(task)]
+    runs = lambda path: not dirs or any(path == d or path.startswith(d + "/") for d in dirs)
+    return [i for i in ids if "::" not in i or runs(i.split("::", 1)[0])]
+
 # %% ../../nbs/grading/04_grading.ipynb #7a1c0e01
 def witness_check(task: Task, statuses: dict, w: Witness | None) -> tuple[list, list]:
     "The witness's (contradictions, flags) on a run's log statuses (none when the runner ran without it)."
     if w is None:
         return [], []
     seen = parse_log(task, "\n".join(w.lines))  # the witness's lines, through the same parser as the log
-    return witness_findings(w, statuses, seen, task.FAIL_TO_PASS + task.PASS_TO_PASS)
+    return witness_findings(w, statuses, seen, run_ids(task, task.FAIL_TO_PASS + task.PASS_TO_PASS))
 
 # %% ../../nbs/grading/04_grading.ipynb #7a1c0e02
 def test_step(s: Session, task: Task, patch: str, g: Grade, logs: list, changed: list) -> Grade:
