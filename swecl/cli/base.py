@@ -26,10 +26,10 @@ from ..base.schema import DatasetError
 from ..report.parts import term_text
 
 # %% auto #0
-__all__ = ['COMMAND_TABLE', 'MACHINE_ERRORS', 'COUNT', 'POSITIVE', 'SECONDS', 'ARG_TYPES', 'DATASET_HELP', 'INTERRUPTED', 'arg',
-           'command', 'UsageError', 'bad_input', 'machine_sentence', 'number', 'write_json', 'write_text',
-           'output_file', 'frame_text', 'Parser', 'default_text', 'HelpFormatter', 'args_of', 'parser', 'quiet_logging',
-           'dispatch', 'call']
+__all__ = ['COMMAND_TABLE', 'OWN_ERRORS', 'MACHINE_ERRORS', 'COUNT', 'POSITIVE', 'SECONDS', 'ARG_TYPES', 'DATASET_HELP',
+           'INTERRUPTED', 'arg', 'command', 'UsageError', 'bad_input', 'machine_sentence', 'number', 'write_json',
+           'write_text', 'output_file', 'frame_text', 'Parser', 'default_text', 'HelpFormatter', 'args_of', 'parser',
+           'quiet_logging', 'dispatch', 'call']
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #9845d63a
 pd = lazy_module("pandas")
@@ -81,19 +81,19 @@ class UsageError(Exception):
     "Bad command-line input: reported as one sentence, exit status 2."
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #54db7733
+OWN_ERRORS = (
+    ("swecl.models.model_base", "ModelError"),
+    ("swecl.runs.plans", "RunError"),
+    ("swecl.runs.poisoning", "PoisonError"),
+)
+
+
 def bad_input() -> tuple:
-    """The errors that mean bad input rather than a bug. Built when an error is caught, so that starting a command
-    imports none of the modules that define swecl's own."""
-    own = (DatasetError, UsageError, InfraError, model_base.ModelError, runner.RunError, poisoning.PoisonError)
-    return own + (
-        yaml.YAMLError,
-        FileNotFoundError,
-        IsADirectoryError,
-        NotADirectoryError,
-        PermissionError,
-        KeyError,
-        ValueError,
-    )
+    """The errors that mean bad input rather than a bug. swecl's own are taken from their modules only when loaded: an
+    error of a module never imported cannot have been raised, and starting a command imports none of them."""
+    own = tuple(e for m, n in OWN_ERRORS if (e := getattr(sys.modules.get(m), n, None)) is not None)
+    return (DatasetError, UsageError, InfraError, *own, yaml.YAMLError, FileNotFoundError, IsADirectoryError,
+            NotADirectoryError, PermissionError, KeyError, ValueError)  # fmt: skip
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #4d18b64b
 MACHINE_ERRORS = (MemoryError, OSError, subprocess.SubprocessError)  # after bad_input(): its OSErrors come first

@@ -417,11 +417,16 @@ def run_ids(task: Task, ids: list) -> list:
 
 # %% ../../nbs/grading/04_grading.ipynb #7a1c0e01
 def witness_check(task: Task, statuses: dict, w: Witness | None) -> tuple[list, list]:
-    "The witness's (contradictions, flags) on a run's log statuses (none when the runner ran without it)."
+    "The witness's (contradictions, flags) on a run's log statuses (none when the runner ran without it); a FAIL_TO_PASS\n    id the witness cannot see (`run_ids`) is a flag."
     if w is None:
         return [], []
     seen = parse_log(task, "\n".join(w.lines))  # the witness's lines, through the same parser as the log
-    return witness_findings(w, statuses, seen, run_ids(task, task.FAIL_TO_PASS + task.PASS_TO_PASS))
+    checked = run_ids(task, task.FAIL_TO_PASS + task.PASS_TO_PASS)
+    contradictions, flags = witness_findings(w, statuses, seen, checked)
+    unseen = [t for t in task.FAIL_TO_PASS if t not in checked]  # none in SWE-bench today: a log line could fake one
+    return contradictions, flags + [
+        f"witness: FAIL_TO_PASS {t} is a nested run's id; the log alone decided it" for t in unseen
+    ]
 
 # %% ../../nbs/grading/04_grading.ipynb #7a1c0e02
 def test_step(s: Session, task: Task, patch: str, g: Grade, logs: list, changed: list) -> Grade:

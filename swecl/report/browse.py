@@ -106,7 +106,7 @@ def attempt(self: Browser) -> tj.Attempt | None:
 def pages(self: Browser, a: tj.Attempt | None = None) -> list:
     "The pages of attempt `a` (the one shown by default), as plain-text line lists for search and colour lines to draw."
     a = a or self.attempt()
-    key = ("pages", a.name, self.full, self.width)
+    key = ("pages", str(a.cell_dir), a.id, self.full, self.width)  # two experiments may share a cell name
     if key not in self._cache:
         self._cache[key] = [
             (page_lines(p, self.width, False), page_lines(p, self.width)) for p in attempt_pages(a, self.full)

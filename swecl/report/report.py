@@ -81,7 +81,8 @@ def write_html(readme: Path) -> Path:
     title = html.escape(text.splitlines()[0].lstrip("# ") if text else "swecl report")
     page = Path(readme).with_name("index.html")
     page.write_text(
-        HTML_PAGE.format(title=title, style=STYLE + "img{max-width:100%}table{border-collapse:collapse}", body=body)
+        HTML_PAGE.format(title=title, style=STYLE + "img{max-width:100%}table{border-collapse:collapse}", body=body),
+        encoding="utf-8",
     )
     return page
 

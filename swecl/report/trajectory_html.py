@@ -188,16 +188,16 @@ def page_navs(rows: list, report: str | None = None) -> list:
     by_cell, by_task = {}, {}
     for n, r in enumerate(rows):
         by_cell.setdefault(r["cell"], []).append(n)
-        by_task.setdefault((r["instance_id"], r["attempt"].split("-")[0]), []).append(n)
+        by_task.setdefault((r["instance_id"], r["attempt"]), []).append(n)  # the same attempt of the task
     place = {n: (ns, k) for ns in by_cell.values() for k, n in enumerate(ns)}
     navs = []
     for n, r in enumerate(rows):
         up, (ns, k) = "../" * len(Path(r["cell"]).parts), place[n]
         link = lambda m: up + rows[m]["href"][2:]
-        others = [m for m in by_task[r["instance_id"], r["attempt"].split("-")[0]] if rows[m]["cell"] != r["cell"]]
+        others = [m for m in by_task[r["instance_id"], r["attempt"]] if rows[m]["cell"] != r["cell"]]
         navs.append({
             "prev": link(ns[k - 1]) if k else None, "next": link(ns[k + 1]) if k + 1 < len(ns) else None,
-            "elsewhere": [(f"{condition_label(r['cell'], rows[m]['cell'])} {rows[m]['attempt']}", link(m)) for m in others],
+            "elsewhere": [(condition_label(r["cell"], rows[m]["cell"]), link(m)) for m in others],
             "report": up + report if report else None,
         })  # fmt: skip
     return navs

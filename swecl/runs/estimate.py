@@ -15,6 +15,7 @@ from pathlib import Path
 from ..base.lazy import lazy_module
 from ..grading.validation import not_gradable
 from ..models.model_base import ModelSpec, price_of
+from .plans import legacy_folder
 from .progress import middle_cut
 from .runner import attempt_order, cell_tasks, is_model_error
 from .transfer import condition_label
@@ -118,7 +119,11 @@ def capped(fig: dict, cell) -> dict:
 # %% ../../nbs/runs/11b_estimate.ipynb #9448ffbf
 def done_attempts(out, cell) -> set:
     "(kind, i, j, sample) of the attempts of `cell` already finished in results folder `out` (read only)."
-    recs = records(Path(out) / cell.experiment / cell.id / "attempts.jsonl")
+    folder = Path(out) / cell.experiment / cell.id
+    folder = (
+        legacy_folder(folder) if not folder.exists() and legacy_folder(folder).is_dir() else folder
+    )  # not renamed yet
+    recs = records(folder / "attempts.jsonl")
     return {(r.get("kind"), r.get("i"), r.get("j"), r.get("sample", 0)) for r in recs}
 
 # %% ../../nbs/runs/11b_estimate.ipynb #f5d799c1
@@ -183,17 +188,14 @@ WIDTH, MODEL_WIDTH = 100, 24  # the estimate fits a terminal of 100 columns; a l
 
 
 def compact(n) -> str:
-    "A token count in at most 5 characters: 950, 12k, 3.4M."
+    "A token count in at most 4 characters: 950, 12k, 3.4M; rounded before the unit is chosen (999,600 is 1M)."
     if n is None or pd.isna(n):
         return "?"
-    return next(
-        (
-            f"{n / d:.1f}{u}".replace(".0", "") if n / d < 10 else f"{n / d:.0f}{u}"
-            for d, u in ((1e9, "G"), (1e6, "M"), (1e3, "k"))
-            if n >= d
-        ),
-        f"{n:.0f}",
-    )
+    for unit in ("", "k", "M", "G"):
+        text = f"{n:.1f}".removesuffix(".0") if n < 9.95 else f"{n:.0f}"
+        if len(text) <= 3 or unit == "G":
+            return text + unit
+        n /= 1000
 
 # %% ../../nbs/runs/11b_estimate.ipynb #bc532f7a
 def estimate_text(e: dict) -> str:

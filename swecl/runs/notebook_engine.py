@@ -12,7 +12,7 @@ from tqdm.auto import tqdm
 
 from ..base.core import PROJECT_ROOT
 from ..base.lazy import lazy_module
-from .plans import Cell, RunError, safe_component
+from .plans import Cell, RunError, adopt_legacy_folder, safe_component
 
 # %% auto #0
 __all__ = ['RUN_CELL_NOTEBOOK', 'EXECUTED', 'cell_folder', 'run_cell_notebook', 'run_cells_papermill']
@@ -38,6 +38,7 @@ def run_cell_notebook(cell: Cell, out, notebook: Path = RUN_CELL_NOTEBOOK) -> di
             "run from a checkout, or use --engine local."
         )
     folder = cell_folder(cell, out)
+    adopt_legacy_folder(folder)  # before the folder is made, or an old-spelling cell would start again
     folder.mkdir(parents=True, exist_ok=True)
     summary = folder / ".summary.json"
     summary.unlink(missing_ok=True)
@@ -53,8 +54,16 @@ def run_cells_papermill(cells: list, out, progress: bool = True, notebook: Path 
     for cell in tqdm(cells, desc="cells", disable=not progress or None):
         try:
             res.append(run_cell_notebook(cell, out, notebook))
-        except papermill.PapermillExecutionError as e:
+        except papermill.PapermillExecutionError as e:  # the cell's own error, raised in the notebook
             res.append(
                 {"cell": cell.id, "error": f"{e.ename}: {e.evalue}", "notebook": str(cell_folder(cell, out) / EXECUTED)}
+            )
+        except (RuntimeError, OSError, ValueError) as e:  # a kernel that died, no summary written: this cell's failure
+            res.append(
+                {
+                    "cell": cell.id,
+                    "error": f"{type(e).__name__}: {e}",
+                    "notebook": str(cell_folder(cell, out) / EXECUTED),
+                }
             )
     return res

@@ -34,10 +34,11 @@ from ..tasks.selection import sequence_id
 
 # %% auto #0
 __all__ = ['MAX_COMPONENT', 'LATER_OPTIONS', 'COUNTS', 'NUMBERS', 'ENGINES', 'MAX_PLAN_BYTES', 'FLAGS_BASE', 'RunError',
-           'safe_component', 'Cell', 'check_number', 'check_list', 'check_conditions', 'check_group', 'check_budget',
-           'check_agent', 'check_transfer', 'check_names', 'check_values', 'check_plan', 'plan_path', 'load_plan',
-           'plan_sequences', 'plan_models', 'plan_cells', 'expand', 'split_list', 'parse_condition', 'parse_seeds',
-           'parse_transfer', 'apply_flags', 'plan_from_flags', 'RunConfig', 'run_config']
+           'safe_component', 'legacy_folder', 'adopt_legacy_folder', 'Cell', 'check_number', 'check_list',
+           'check_conditions', 'check_group', 'check_budget', 'check_agent', 'check_transfer', 'check_names',
+           'check_values', 'check_plan', 'plan_path', 'load_plan', 'plan_sequences', 'plan_models', 'plan_cells',
+           'expand', 'split_list', 'parse_condition', 'parse_seeds', 'parse_transfer', 'apply_flags', 'plan_from_flags',
+           'RunConfig', 'run_config']
 
 # %% ../../nbs/runs/11a_plans.ipynb #25cc391a
 class RunError(RuntimeError):
@@ -56,6 +57,19 @@ def safe_component(value, what: str, max_len: int = MAX_COMPONENT) -> str:
             "'/', '\\' or control characters, and not '.' or '..'."
         )
     return value
+
+# %% ../../nbs/runs/11a_plans.ipynb #3e2d0dc2
+def legacy_folder(cell_dir: Path) -> Path:
+    "A memory-none cell's folder as it was spelled before one spelling of each condition (`__nomem__`)."
+    return cell_dir.with_name(cell_dir.name.replace("__none__", "__nomem__"))
+
+
+def adopt_legacy_folder(cell_dir: Path) -> None:
+    """Rename a memory-none cell's folder from its old spelling to `cell_dir`, so that a results folder written before
+    resumes instead of starting over (and paying again)."""
+    legacy = legacy_folder(cell_dir)
+    if legacy != cell_dir and legacy.is_dir() and not cell_dir.exists():
+        legacy.rename(cell_dir)
 
 # %% ../../nbs/runs/11a_plans.ipynb #0181ce62
 LATER_OPTIONS = ("successful_only", "same_sequence_first", "min_score", "agent")  # not in older manifests

@@ -148,9 +148,11 @@ def update(self: CellProgress, rec: dict):
     if not self.enabled:
         return
     if why := failure_reason(rec):
-        self.say(f"{middle_cut(self.name, BAR_LABEL)}: {record_id(rec)} {rec.get('instance_id', '')} failed: {why}")
+        self.say(
+            f"{middle_cut(self.name, BAR_LABEL) if self.bar is not None else self.name}: {record_id(rec)} {rec.get('instance_id', '')} failed: {why}"
+        )
     if self.bar is not None:
-        self.bar.set_postfix_str(self.status(), refresh=False)
+        self.bar.set_postfix_str(f"{self.status()}, ETA {eta_text(self.eta())}", refresh=False)
         self.bar.update(1)
     elif time.time() - self.last >= self.every or self.done == self.total:
         self.last = time.time()

@@ -34,7 +34,7 @@ from ..metrics.metrics import retest_plan
 from ..models.model_base import ModelSpec, TimeBudget
 from ..models.models import make_model
 from .notebook_engine import run_cells_papermill
-from .plans import ENGINES, Cell, RunError, run_config, safe_component
+from .plans import ENGINES, Cell, RunError, adopt_legacy_folder, run_config, safe_component
 from .progress import CellProgress, draws_bars
 from .studies import retrieval_table, validate_plan
 from ..sandbox.sandboxes import sandbox_for
@@ -42,10 +42,9 @@ from ..tasks.datasets import load
 
 # %% auto #0
 __all__ = ['CHECKED', 'MODEL_ERROR_STOP', 'PR_SET_PDEATHSIG', 'NO_MODEL', 'model_sha256', 'check_provenance', 'is_model_error',
-           'has_patch', 'expected_predictions', 'sync_predictions', 'adopt_legacy_folder', 'CellStore', 'cell_tasks',
-           'attempt_order', 'cell_memory', 'restore_memory', 'attempt_record', 'run_attempt', 'run_attempts',
-           'cell_summary', 'budgeted', 'run_cell', 'run_cells_ray', 'watch_parent', 'die_with_parent', 'run_cells',
-           'run_plan', 'run_experiment']
+           'has_patch', 'expected_predictions', 'sync_predictions', 'CellStore', 'cell_tasks', 'attempt_order',
+           'cell_memory', 'restore_memory', 'attempt_record', 'run_attempt', 'run_attempts', 'cell_summary', 'budgeted',
+           'run_cell', 'run_cells_ray', 'watch_parent', 'die_with_parent', 'run_cells', 'run_plan', 'run_experiment']
 
 # %% ../../nbs/runs/11_runner.ipynb #963fdd11
 CHECKED = {"dataset_sha256": "dataset", "model_sha256": "model file"}  # provenance that must not change on resume
@@ -110,14 +109,6 @@ def sync_predictions(folder: Path, attempts: list, model: str) -> int:
         f"{path} was rebuilt from the attempts: {len(want)} predictions, {len(dropped)} set aside in {path.name}.quarantine."
     )
     return len(dropped)
-
-# %% ../../nbs/runs/11_runner.ipynb #3e2d0dc2
-def adopt_legacy_folder(cell_dir: Path) -> None:
-    """Rename a memory-none cell's folder from its old spelling (`__nomem__`, before one spelling of each condition) to
-    `cell_dir`, so that a results folder written before resumes instead of starting over."""
-    legacy = cell_dir.with_name(cell_dir.name.replace("__none__", "__nomem__"))
-    if legacy != cell_dir and legacy.is_dir() and not cell_dir.exists():
-        legacy.rename(cell_dir)
 
 # %% ../../nbs/runs/11_runner.ipynb #3e2d0dc3
 class CellStore:
