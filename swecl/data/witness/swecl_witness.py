@@ -127,6 +127,20 @@ def pytest_plugin(pytest, tests):
     "A plugin object whose hookwrapper sees every phase's call before any other plugin reports it."
     skip_exc = getattr(getattr(pytest, "skip", None), "Exception", None)
     xfail_exc = getattr(getattr(pytest, "xfail", None), "Exception", None)
+    xfail = getattr(pytest, "xfail", None)  # pytest's own, taken before project code: a function, or (pytest 8) a callable
+    xfail_code = getattr(xfail, "__code__", None) or getattr(getattr(type(xfail), "__call__", None), "__code__", None)
+
+    def own_xfail(item, excinfo):
+        "Whether the test function itself called pytest.xfail() (its frame's direct callee is pytest's xfail)."
+        fn = getattr(item, "obj", None)
+        while hasattr(fn, "__wrapped__"):
+            fn = fn.__wrapped__
+        code, tb = getattr(fn, "__code__", None), getattr(excinfo, "tb", None)
+        while tb is not None and code is not None:
+            if tb.tb_frame.f_code is code:
+                return tb.tb_next is not None and tb.tb_next.tb_frame.f_code is xfail_code
+            tb = tb.tb_next
+        return False
 
     def marked_xfail(item):
         "Whether pytest itself holds the test to be an expected failure (its xfail marks, conditions evaluated)."
@@ -152,7 +166,9 @@ def pytest_plugin(pytest, tests):
         if skip_exc is not None and exc.errisinstance(skip_exc):
             return "skipped"
         if xfail_exc is not None and exc.errisinstance(xfail_exc):
-            return "xfail-marked" if marked else "xfail-imperative"  # pytest.xfail() from library code: a failure
+            if marked or own_xfail(item, exc):  # marked xfail, or the test's own call: SWE-bench's XFAIL
+                return "xfail-marked"
+            return "xfail-imperative"  # pytest.xfail() from the code under test: a failure
         return "xfail-marked" if marked and call.when == "call" else "failed"
 
     def pytest_runtest_makereport(item, call):
