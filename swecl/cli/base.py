@@ -29,7 +29,7 @@ from ..report.parts import term_text
 __all__ = ['COMMAND_TABLE', 'OWN_ERRORS', 'MACHINE_ERRORS', 'COUNT', 'POSITIVE', 'SECONDS', 'ARG_TYPES', 'DATASET_HELP',
            'INTERRUPTED', 'arg', 'command', 'UsageError', 'bad_input', 'machine_sentence', 'number', 'write_json',
            'write_text', 'output_file', 'frame_text', 'Parser', 'default_text', 'HelpFormatter', 'args_of', 'parser',
-           'quiet_logging', 'dispatch', 'call']
+           'quiet_logging', 'quiet_stdout', 'dispatch', 'call']
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #9845d63a
 pd = lazy_module("pandas")
@@ -241,6 +241,14 @@ def quiet_logging() -> None:
 INTERRUPTED = {"run": "; every finished attempt is kept, and the same command resumes from there"}  # what Ctrl-C leaves
 
 
+def quiet_stdout() -> None:
+    "Point standard output at /dev/null, so that flushing it at exit finds no closed pipe (a StringIO is left alone)."
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
+
+
 def dispatch(commands: list, argv=None) -> int:
     "Parse `argv`, run the command, and return its exit status."
     p = parser(commands)
@@ -265,6 +273,9 @@ def dispatch(commands: list, argv=None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback, and the shell's status for SIGINT
         print(f"swecl {a.command}: interrupted{INTERRUPTED.get(a.command, '')}.", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`swecl show … | head`): nothing more to say, and no error
+        quiet_stdout()
+        return 0
     except bad_input() as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         print(f"swecl {a.command}: {term_text(' '.join(str(msg).split()))}", file=sys.stderr)  # one line, no escapes
