@@ -237,16 +237,16 @@ def quiet_logging() -> None:
     level = os.environ.get("SWECL_LOG_LEVEL", "WARNING").upper()
     logging.getLogger().setLevel(level if level in logging.getLevelNamesMapping() else "WARNING")
 
-# %% ../../nbs/cli/13a_cli_base.ipynb #a414567c
-INTERRUPTED = {"run": "; every finished attempt is kept, and the same command resumes from there"}  # what Ctrl-C leaves
-
-
+# %% ../../nbs/cli/13a_cli_base.ipynb #a414567b
 def quiet_stdout() -> None:
     "Point standard output at /dev/null, so that flushing it at exit finds no closed pipe (a StringIO is left alone)."
     try:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (OSError, ValueError, io.UnsupportedOperation):
         pass
+
+# %% ../../nbs/cli/13a_cli_base.ipynb #a414567c
+INTERRUPTED = {"run": "; every finished attempt is kept, and the same command resumes from there"}  # what Ctrl-C leaves
 
 
 def dispatch(commands: list, argv=None) -> int:
