@@ -411,7 +411,9 @@ def run_ids(task: Task, ids: list) -> list:
     """The expected ids the test run itself can report. A pytest id whose file the test command does not run comes from
     a run nested in a test (pytest's own tests run pytest on files they write; the inner run prints its ids into the
     log), and SWE-bench's lists carry a few: the witness cannot see those, so the log alone decides them, as in SWE-bench."""
-    dirs = [d.rstrip("/") for d in test_directives(task)]
+    dirs = [
+        d.rstrip("/") for d in test_directives(task) if d.endswith(".py") or "/" in d
+    ]  # paths; Django's are modules
     runs = lambda path: not dirs or any(path == d or path.startswith(d + "/") for d in dirs)
     return [i for i in ids if "::" not in i or runs(i.split("::", 1)[0])]
 
