@@ -34,3 +34,21 @@ def test_spec_version_agrees_with_verified(data_dir):
         if got != r["version"]:
             wrong.append(f"{r['instance_id']}: {got} != {r['version']} ({why})")
     assert agree[True] >= 0.98 * len(rows), "\n".join(wrong)
+
+
+@pytest.mark.mirror
+def test_an_env_found_for_a_copy_still_gives_the_task_its_version(data_dir):
+    # parallel.envs_ahead finds the next task's env with a copy of it; the task itself must still get the derived spec
+    # version, or its grading ends in "no SWE-bench version" (ContextBench django-28658 did, at cce99fe..35f7ed8)
+    import copy
+
+    from swecl.sandbox.sandbox import LocalSandbox
+
+    task = datasets.load("contextbench-verified").task("django__django-28658")
+    if task.version is not None or gitdir_for(task.repo) is None:
+        pytest.skip("needs a version-less task and a mirror of django/django under SWECL_REPO_MIRROR")
+    sandbox = LocalSandbox(compat=True)
+    sandbox.env_for(copy.deepcopy(task))
+    assert task.version is None  # the copy got it, not the task
+    sandbox.env_for(task)
+    assert task.version is not None and task.extra.get("spec_version_source"), task.extra

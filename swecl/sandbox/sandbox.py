@@ -315,13 +315,15 @@ class LocalSandbox:
         self.limits, self.unsafe, self.compat = limits or Limits(), unsafe, compat
         self.testbeds = testbeds  # keep each task's set-up working copy and open views of it (`sandbox.testbeds`)
         self.envs = {}  # (instance id, repo, base commit, version) -> its Env, found once
+        self.spec_versions = {}  # the same key -> (derived spec version, its notes) of a task that had none
         self.workdir = Path(workdir or tempfile.gettempdir())
         _clear_stale_mounts()
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #bf6f34db
 @patch
 def env_for(self: LocalSandbox, task: Task) -> Env:
-    "The task's environment: the mini benchmark's own, or one built from the SWE-bench spec (looked up once per task)."
+    """The task's environment: the mini benchmark's own, or one built from the SWE-bench spec (looked up once per task).
+    A task without a SWE-bench version gets the spec version derived for it, also when its env was found for a copy."""
     key = (task.instance_id, task.repo, task.base_commit, task.version)
     if key not in self.envs:  # finding a built env runs git and reads manifests: a second each time otherwise
         if task.repo.startswith("swecl-mini/"):
@@ -331,6 +333,13 @@ def env_for(self: LocalSandbox, task: Task) -> Env:
                 self.envs[key] = swebench_env(task, find_repo(task.repo, self.mirrors), compat=self.compat)
             except EnvError as e:
                 raise SandboxError(str(e), e.reason) from None
+            self.spec_versions[key] = (
+                task.version,
+                {k: v for k, v in task.extra.items() if k.startswith("spec_version")},
+            )
+    if task.version is None and key in self.spec_versions:  # found for another copy of the task (envs_ahead's)
+        task.version, spec = self.spec_versions[key]
+        task.extra |= spec
         with contextlib.suppress(OSError):  # last used: `swecl cache` prunes the least recently used first
             os.utime(self.envs[key].path)
     env = self.envs[key]
