@@ -18,17 +18,14 @@ from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.widgets import TextArea
-from rich.console import Console, Group
-from rich.panel import Panel
-from rich.syntax import Syntax
-from rich.text import Text
+from rich.console import Console
 
 from ..base.labels import infra_label
 from . import trajectory as tj
 from ..runs.progress import middle_cut
 
 # %% auto #0
-__all__ = ['OUTCOMES', 'outcome', 'attempt_pages', 'page_lines', 'Browser', 'browse_app']
+__all__ = ['OUTCOMES', 'outcome', 'page_lines', 'Browser', 'browse_app']
 
 # %% ../../nbs/report/12j_browse.ipynb #d2619326
 OUTCOMES = ("all", "resolved", "not resolved", "infrastructure")
@@ -39,17 +36,6 @@ def outcome(rec: dict) -> str:
     return "infrastructure" if infra_label(rec) else "resolved" if tj.verdict(rec) == "RESOLVED" else "not resolved"
 
 # %% ../../nbs/report/12j_browse.ipynb #15c0f399
-def attempt_pages(a: tj.Attempt, full: bool = False) -> list:
-    "The attempt's pages as rich renderables: header and opening, one per step, the final diff and usage."
-    patch = a.record.get("patch") or ""
-    diff = Syntax(tj.printable(patch), "diff", word_wrap=True) if patch.strip() else Text("(no patch)")
-    return [
-        Group(tj._header(a), *tj.opening_renderables(a, full)),
-        *(Group(*tj.step_renderables(s, full)) for s in a.steps),
-        Group(Panel(diff, title="final diff", title_align="left"), tj.usage_table(a.record)),
-    ]
-
-
 def page_lines(renderable, width: int, color: bool = True) -> list:
     "A renderable as the lines a terminal of `width` columns shows (with colour escapes when `color`)."
     con = Console(file=io.StringIO(), width=width, force_terminal=color, color_system="standard" if color else None)
@@ -109,7 +95,7 @@ def pages(self: Browser, a: tj.Attempt | None = None) -> list:
     key = ("pages", str(a.cell_dir), a.id, self.full, self.width)  # two experiments may share a cell name
     if key not in self._cache:
         self._cache[key] = [
-            (page_lines(p, self.width, False), page_lines(p, self.width)) for p in attempt_pages(a, self.full)
+            (page_lines(p, self.width, False), page_lines(p, self.width)) for p in tj.attempt_parts(a, self.full)
         ]
     return self._cache[key]
 

@@ -32,8 +32,8 @@ __all__ = ['ID_FORM', 'KIND_NAMES', 'FOLD', 'CONTROL', 'LIST_COLUMNS', 'cell_rec
            'experience_sources', 'load_attempt', 'attempt_file', 'matching', 'find_attempt', 'model_price',
            'usage_by_kind', 'call_text', 'step_items', 'printable', 'fold', 'verdict', 'failed_tests_text', 'facts',
            'attempts_frame', 'Opening', 'prompt_texts', 'memory_lead', 'opening', 'experiences', 'cost_text',
-           'step_tokens', 'usage_table', 'step_renderables', 'not_injected', 'opening_renderables', 'render_attempt',
-           'show']
+           'step_tokens', 'usage_table', 'step_renderables', 'not_injected', 'opening_renderables', 'attempt_parts',
+           'render_attempt', 'show']
 
 # %% ../../nbs/report/12c_trajectory.ipynb #9f6e5f2e
 pd = lazy_module("pandas")
@@ -455,14 +455,20 @@ def _header(a: Attempt) -> Panel:
     )  # ids and names: no escape reaches the terminal
 
 # %% ../../nbs/report/12c_trajectory.ipynb #61d00672
-def render_attempt(a: Attempt, full: bool = False) -> Group:
-    "The attempt as rich renderables: header, what the agent was given, steps, final diff, usage."
-    parts = [_header(a), *opening_renderables(a, full)]
-    for s in a.steps:
-        parts += step_renderables(s, full)
+def attempt_parts(a: Attempt, full: bool = False) -> list:
+    "The attempt in parts (the pages of `swecl browse`): header and what the agent was given, each step, diff and usage."
     patch = a.record.get("patch") or ""
     diff = Syntax(printable(patch), "diff", word_wrap=True) if patch.strip() else Text("(no patch)")
-    return Group(*parts, Panel(diff, title="final diff", title_align="left"), usage_table(a.record))
+    return [
+        Group(_header(a), *opening_renderables(a, full)),
+        *(Group(*step_renderables(s, full)) for s in a.steps),
+        Group(Panel(diff, title="final diff", title_align="left"), usage_table(a.record)),
+    ]
+
+
+def render_attempt(a: Attempt, full: bool = False) -> Group:
+    "The attempt as rich renderables: header, what the agent was given, steps, final diff, usage."
+    return Group(*attempt_parts(a, full))
 
 # %% ../../nbs/report/12c_trajectory.ipynb #b3428198
 def show(a: Attempt, console: Console | None = None, full: bool = False) -> None:
