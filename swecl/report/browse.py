@@ -61,7 +61,9 @@ class Browser:
 
     def __post_init__(self):
         self.rows = tj.attempts_frame(self.results).to_dict("records")
-        self._cache = {}
+        self._cache, self._records = {}, {}  # the records of each cell, for the experiences' sources
+        for r in self.rows:
+            self._records.setdefault(r["cell"], {})[r["attempt"]] = r["record"]
 
     @property
     def kept(self) -> list:
@@ -75,7 +77,7 @@ def _load(self: Browser, r: dict) -> tj.Attempt:
     "The attempt of row `r`, loaded once."
     key = (r["cell"], r["attempt"])
     if key not in self._cache:
-        self._cache[key] = tj.load_attempt(self.results / r["cell"], r["record"])
+        self._cache[key] = tj.load_attempt(self.results / r["cell"], r["record"], self._records[r["cell"]])
     return self._cache[key]
 
 
