@@ -7,6 +7,7 @@ Usage: python scripts/run_tests.py [--flags "slow mirror"] [--only NAME ...] [--
 
 import argparse
 import configparser
+import json
 import multiprocessing as mp
 import os
 import subprocess
@@ -35,6 +36,12 @@ def _test_one(path, skip_flags):
     return ok, secs
 
 
+def _expected_seconds(path: Path) -> int:
+    "A notebook's test time, estimated by the size of its code cells (which tracks it well enough to order by)."
+    cells = json.loads(path.read_text()).get("cells", [])
+    return sum(len("".join(c.get("source", ""))) for c in cells if c.get("cell_type") == "code")
+
+
 def run_notebooks(forced, only, workers):
     nbs = sorted(
         p
@@ -45,8 +52,14 @@ def run_notebooks(forced, only, workers):
         nbs = [p for p in nbs if any(o in p.relative_to(ROOT / "nbs").as_posix() for o in only)]
     skip = _skip_flags(forced)
     results = {}
-    # One fresh process per notebook: execnb replaces __main__, and notebooks must not share state.
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"), max_tasks_per_child=1) as ex:
+    # One fresh process per notebook: execnb replaces __main__, and notebooks must not share state. Each is forked
+    # from a server that has imported nbdev's runner once (about a second of imports per notebook otherwise) and
+    # nothing of swecl, so every notebook still imports the package itself.
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["nbdev.test"])
+    # the longest first, so that no long notebook starts last while the other worker idles
+    nbs.sort(key=_expected_seconds, reverse=True)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, max_tasks_per_child=1) as ex:
         futs = {ex.submit(_test_one, str(p), skip): p for p in nbs}
         for f in as_completed(futs):
             p = futs[f]

@@ -9,12 +9,15 @@ import json
 import string
 
 import pytest
+from conftest import FLAGS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from swecl.cli.app import main
 
 MINI_ID = "swecl-mini__textkit-1"
+# the fuzzed command lines: a deterministic 100 by default, 300 with the slow flag (the same strategy, searched deeper)
+N_COMMAND_LINES = 300 if "slow" in FLAGS else 100
 
 
 def cli(*argv) -> tuple:
@@ -345,7 +348,13 @@ def test_generated_command_lines_never_end_in_a_traceback(F, monkeypatch):
     monkeypatch.chdir(F["dir"])  # relative paths such as "-" are written there, never into the checkout
     seen = {0: 0, 1: 0, 2: 0}
 
-    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=True)
+    @settings(
+        max_examples=N_COMMAND_LINES,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+        derandomize=True,
+    )
     @given(templates(F))
     def check(argv):
         rc, out, err = cli(*argv)

@@ -312,10 +312,8 @@ def test_an_endless_loop_is_the_patchs_timeout():
     assert not counted_resolved(g)
 
 
-def test_gold_is_never_flagged(patches):
-    for task in MINI.tasks:
-        g = grading.grade(task, task.patch, SB)
-        assert g.resolved and g.suspicious == [] and g.error is None, g
+# Gold and empty on every mini task, graded unflagged under the same guard and witness:
+# test_adversarial_grading.py::test_gold_and_empty_are_unchanged (once, not twice).
 
 
 def test_metrics_counts_spoofed_labels_as_failures(tmp_path):

@@ -184,7 +184,10 @@ def test_no_commit_after_base_is_reachable(session):
         assert sha not in r.output, sha
         assert "rc=128" in session.run(f"git show {sha} >/dev/null 2>&1; echo rc=$?").output
     # and no copy of the gold patch or the test patch anywhere in the sandbox's view
-    r = session.run("grep -rl --exclude-dir=proc --exclude-dir=sys 'test_truncate_tiny_width' / 2>/dev/null | head -3")
+    # bytes, not characters (LC_ALL=C): the same matches, without decoding every file as UTF-8
+    r = session.run(
+        "LC_ALL=C grep -rlF --exclude-dir=proc --exclude-dir=sys 'test_truncate_tiny_width' / 2>/dev/null | head -3"
+    )
     assert r.output.strip() == "", r.output
 
 
