@@ -29,11 +29,13 @@ Usage: python scripts/build_docs.py [--renderer auto|quarto|nbconvert] [--n-work
 
 import argparse
 import html
+import multiprocessing as mp
 import posixpath
 import re
 import shutil
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -294,8 +296,33 @@ def _offline_html(body: str, doc: Doc, pages: dict, site_url: str) -> str:
     return re.sub(r'(id="|href="#)([^"]+)"', lambda m: f'{m.group(1)}{m.group(2).lower()}"', body)
 
 
-def render_nbconvert(cfg, notebooks: list, proc: Path, out: Path) -> int:
+@dataclass
+class _Site:
+    "What every page's render needs, shared by the render workers."
+
+    docs: list
+    nav: list
+    pages: dict
+    site: str
+    site_url: str
+    out: Path
+
+
+_SITE: _Site | None = None  # set before the render workers fork, so each inherits it instead of receiving it
+
+
+def _render_page(i: int) -> None:
+    doc, site = _SITE.docs[i], _SITE
+    exporter = _Exporter(template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(_prepare(doc.nb))
+    text = _page(doc, _offline_html(body, doc, site.pages, site.site_url), site.nav, site.site, exporter.mathjax_url)
+    (site.out / doc.page).parent.mkdir(parents=True, exist_ok=True)
+    (site.out / doc.page).write_text(text)
+
+
+def render_nbconvert(cfg, notebooks: list, proc: Path, out: Path, n_workers: int = 1) -> int:
     "Each processed notebook (a path relative to `proc`) to its page under `out`, with the navigation; returns pages."
+    global _SITE
     docs = []
     for name in notebooks:
         nb = nbformat.read(proc / name, as_version=4)
@@ -305,18 +332,17 @@ def render_nbconvert(cfg, notebooks: list, proc: Path, out: Path) -> int:
     clash = {d.page for d in docs if sum(e.page == d.page for e in docs) > 1}
     if clash:
         sys.exit(f"build_docs: several notebooks would write {sorted(clash)}")
-    nav = groups(docs)
-    pages = {d.notebook: d.page for d in docs}
-    exporter = _Exporter(template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True)
     site_url = f"{cfg.get('doc_host', '')}{cfg.get('doc_baseurl', '')}"
+    site = cfg.get("title", cfg.lib_name)
+    _SITE = _Site(docs, groups(docs), {d.notebook: d.page for d in docs}, site, site_url, out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "style.css").write_text(_CSS + HtmlFormatter().get_style_defs(".highlight"))
-    for doc in docs:
-        body, _ = exporter.from_notebook_node(_prepare(doc.nb))
-        site = cfg.get("title", cfg.lib_name)
-        text = _page(doc, _offline_html(body, doc, pages, site_url), nav, site, exporter.mathjax_url)
-        (out / doc.page).parent.mkdir(parents=True, exist_ok=True)
-        (out / doc.page).write_text(text)
+    if n_workers > 1:  # pages are independent: forked workers, each with the whole site inherited
+        with ProcessPoolExecutor(n_workers, mp_context=mp.get_context("fork")) as ex:
+            list(ex.map(_render_page, range(len(docs)), chunksize=8))
+    else:
+        for i in range(len(docs)):
+            _render_page(i)
     return len(docs)
 
 
@@ -340,13 +366,13 @@ def build(renderer: str = "auto", n_workers: int = 2) -> int:
     # the notebooks nbdev processed (recursively when settings.ini says `recursive = True`), relative to nbs/
     notebooks = sorted(p.relative_to(cfg.nbs_path).as_posix() for p in nbglob(cfg.nbs_path, func=Path))
     shutil.rmtree(out, ignore_errors=True)
-    return render_nbconvert(cfg, notebooks, cfg.config_path / "_proc", out)
+    return render_nbconvert(cfg, notebooks, cfg.config_path / "_proc", out, n_workers)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--renderer", choices=["auto", "quarto", "nbconvert"], default="auto")
-    ap.add_argument("--n-workers", type=int, default=2, help="notebooks processed at once")
+    ap.add_argument("--n-workers", type=int, default=2, help="notebooks processed (and pages rendered) at once")
     args = ap.parse_args()
     t0 = time.time()
     n = build(args.renderer, args.n_workers)
