@@ -18,7 +18,7 @@ from ..report.results import RETRIEVAL_COLUMNS, run_coverage
 from ..runs import poisoning, runner, transfer
 from ..runs.estimate import estimate_cells, estimate_text, money
 from ..runs.plan_keys import FLAG_KEYS, PLAN_FIELDS
-from ..runs.plans import ENGINES, run_config
+from ..runs.plans import ENGINES, run_config, run_settings
 
 # %% auto #0
 __all__ = ['MAX_TOTAL_COST', 'KEY_HELP', 'RUN_FLAGS', 'RUN_ARGS', 'DRIFT_COLUMNS', 'POISON_ARGS', 'RETRIEVAL_STUDY_ARGS',
@@ -94,8 +94,7 @@ RUN_ARGS = (
 def cmd_run(a):
     "The estimate, then validation, retrieval study and cells of the plan; `--json`: the run's summary (or the estimate)."
     cfg = run_config(a.plan, {k: getattr(a, k) for k in FLAG_KEYS})  # checked, loaded and expanded once
-    plan, workers = cfg.plan, cfg.plan.get("workers") or 1
-    engine = a.engine or plan.get("engine") or "local"
+    plan, (workers, engine) = cfg.plan, run_settings(cfg, None, a.engine)
     tcells = transfer.expand_transfer(cfg)  # a plan that cannot measure transfer is refused here
     if tcells and engine != "local":
         raise UsageError("Transfer cells run with --engine local only; use it, or drop the plan's transfer.")

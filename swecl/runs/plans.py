@@ -38,7 +38,7 @@ __all__ = ['MAX_COMPONENT', 'LATER_OPTIONS', 'COUNTS', 'NUMBERS', 'ENGINES', 'MA
            'check_conditions', 'check_group', 'check_budget', 'check_agent', 'check_transfer', 'check_names',
            'check_values', 'check_plan', 'plan_path', 'load_plan', 'plan_sequences', 'plan_models', 'plan_cells',
            'expand', 'split_list', 'parse_condition', 'parse_seeds', 'parse_transfer', 'apply_flags', 'plan_from_flags',
-           'RunConfig', 'run_config']
+           'RunConfig', 'run_config', 'run_settings']
 
 # %% ../../nbs/runs/11a_plans.ipynb #25cc391a
 class RunError(RuntimeError):
@@ -433,3 +433,8 @@ def run_config(plan=None, flags: dict | None = None, bench=None) -> RunConfig:
     bench = load(checked["dataset"]) if bench is None else bench
     sha = sha256_file(path) if path else None
     return RunConfig(MappingProxyType(checked), sha, bench, tuple(plan_cells(checked, bench, sha)))
+
+# %% ../../nbs/runs/11a_plans.ipynb #7df1b281
+def run_settings(cfg: RunConfig, workers: int | None = None, engine: str | None = None) -> tuple:
+    "(workers, engine) of a run: as given, else the plan's, else 1 and 'local'."
+    return workers or cfg.plan.get("workers") or 1, engine or cfg.plan.get("engine") or "local"

@@ -34,7 +34,7 @@ from ..metrics.metrics import retest_plan
 from ..models.model_base import ModelSpec, TimeBudget
 from ..models.models import make_model
 from .notebook_engine import run_cells_papermill
-from .plans import ENGINES, Cell, RunError, adopt_legacy_folder, run_config, safe_component
+from .plans import ENGINES, Cell, RunError, adopt_legacy_folder, run_config, run_settings, safe_component
 from .progress import CellProgress, draws_bars
 from .studies import retrieval_table, validate_plan
 from ..sandbox.sandboxes import sandbox_for
@@ -379,9 +379,12 @@ def run_cells(
         return [f.result() for f in tqdm(as_completed(futs), total=len(futs), desc="cells", disable=quiet)]
 
 # %% ../../nbs/runs/11_runner.ipynb #76f33b70
-def run_plan(plan, out: str | Path = "results", workers: int = 1, engine: str = "local", progress: bool = True) -> list:
+def run_plan(
+    plan, out: str | Path = "results", workers: int | None = None, engine: str | None = None, progress: bool = True
+) -> list:
     "Run every cell of a plan (or a `RunConfig`); returns one summary per cell (with 'error' for cells that failed)."
     cfg = run_config(plan)
+    workers, engine = run_settings(cfg, workers, engine)  # as given, else the plan's
     return run_cells(list(cfg.cells), out, workers, engine, progress, cfg.bench) if cfg.cells else []
 
 # %% ../../nbs/runs/11_runner.ipynb #882f9072
@@ -392,10 +395,11 @@ NO_MODEL = (
 
 # %% ../../nbs/runs/11_runner.ipynb #6dc3a644
 def run_experiment(
-    plan, out: str | Path = "results", workers: int = 1, engine: str = "local", progress: bool = True
+    plan, out: str | Path = "results", workers: int | None = None, engine: str | None = None, progress: bool = True
 ) -> dict:
     "Validation, retrieval study and agent cells of a plan (or a `RunConfig`), into `out/<experiment>/`."
     cfg = run_config(plan)
+    workers, engine = run_settings(cfg, workers, engine)  # as given, else the plan's
     plan, bench = cfg.plan, cfg.bench
     exp = Path(out) / plan["experiment"]
     exp.mkdir(parents=True, exist_ok=True)
