@@ -54,16 +54,9 @@ def run_cells_papermill(cells: list, out, progress: bool = True, notebook: Path 
     for cell in tqdm(cells, desc="cells", disable=not progress or None):
         try:
             res.append(run_cell_notebook(cell, out, notebook))
-        except papermill.PapermillExecutionError as e:  # the cell's own error, raised in the notebook
-            res.append(
-                {"cell": cell.id, "error": f"{e.ename}: {e.evalue}", "notebook": str(cell_folder(cell, out) / EXECUTED)}
-            )
-        except (RuntimeError, OSError, ValueError) as e:  # a kernel that died, no summary written: this cell's failure
-            res.append(
-                {
-                    "cell": cell.id,
-                    "error": f"{type(e).__name__}: {e}",
-                    "notebook": str(cell_folder(cell, out) / EXECUTED),
-                }
-            )
+        except (papermill.PapermillExecutionError, RuntimeError, OSError, ValueError) as e:
+            # the cell's own error (raised in the notebook) or a kernel that died: this cell's failure
+            own = isinstance(e, papermill.PapermillExecutionError)
+            why = f"{e.ename}: {e.evalue}" if own else f"{type(e).__name__}: {e}"
+            res.append({"cell": cell.id, "error": why, "notebook": str(cell_folder(cell, out) / EXECUTED)})
     return res
