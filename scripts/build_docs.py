@@ -30,6 +30,7 @@ Usage: python scripts/build_docs.py [--renderer auto|quarto|nbconvert] [--n-work
 import argparse
 import html
 import multiprocessing as mp
+import os
 import posixpath
 import re
 import shutil
@@ -311,9 +312,16 @@ class _Site:
 _SITE: _Site | None = None  # set before the render workers fork, so each inherits it instead of receiving it
 
 
+_EXPORTERS: dict = {}  # one exporter per process (pid -> exporter): making one costs about as much as a page
+
+
 def _render_page(i: int) -> None:
     doc, site = _SITE.docs[i], _SITE
-    exporter = _Exporter(template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True)
+    exporter = _EXPORTERS.get(os.getpid())
+    if exporter is None:
+        exporter = _EXPORTERS[os.getpid()] = _Exporter(
+            template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True
+        )
     body, _ = exporter.from_notebook_node(_prepare(doc.nb))
     text = _page(doc, _offline_html(body, doc, site.pages, site.site_url), site.nav, site.site, exporter.mathjax_url)
     (site.out / doc.page).parent.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from .parts import Section, md_link, md_text, rel_link, term_text
 
 # %% auto #0
 __all__ = ['MAX_OUTPUT', 'ENV', 'STYLE', 'PAGE_TOP', 'PAGE_OPENING', 'PAGE_STEPS', 'PAGE', 'INDEX', 'page_value', 'clip',
-           'diff_lines', 'page_item', 'page_experiences', 'failed_rows', 'page_html', 'index_row', 'condition_label',
+           'diff_lines', 'page_item', 'page_experiences', 'failed_rows', 'page_html', 'index_row', 'cell_difference',
            'page_navs', 'write_pages', 'smoke_cells', 'trajectory_section']
 
 # %% ../../nbs/report/12d_trajectory_html.ipynb #bc523708
@@ -175,7 +175,7 @@ def index_row(results: Path, r: dict) -> dict:
     }
 
 
-def condition_label(cell: str, other: str) -> str:
+def cell_difference(cell: str, other: str) -> str:
     "What tells cell `other` from `cell`: the parts of its path (and of its `__`-joined id) that differ."
     a, b = [p.split("__") for p in cell.split("/")], [p.split("__") for p in other.split("/")]
     if [len(x) for x in a] != [len(x) for x in b]:
@@ -197,7 +197,7 @@ def page_navs(rows: list, report: str | None = None) -> list:
         others = [m for m in by_task[r["instance_id"], r["attempt"]] if rows[m]["cell"] != r["cell"]]
         navs.append({
             "prev": link(ns[k - 1]) if k else None, "next": link(ns[k + 1]) if k + 1 < len(ns) else None,
-            "elsewhere": [(condition_label(r["cell"], rows[m]["cell"]), link(m)) for m in others],
+            "elsewhere": [(cell_difference(r["cell"], rows[m]["cell"]), link(m)) for m in others],
             "report": up + report if report else None,
         })  # fmt: skip
     return navs

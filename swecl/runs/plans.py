@@ -437,4 +437,5 @@ def run_config(plan=None, flags: dict | None = None, bench=None) -> RunConfig:
 # %% ../../nbs/runs/11a_plans.ipynb #7df1b281
 def run_settings(cfg: RunConfig, workers: int | None = None, engine: str | None = None) -> tuple:
     "(workers, engine) of a run: as given, else the plan's, else 1 and 'local'."
-    return workers or cfg.plan.get("workers") or 1, engine or cfg.plan.get("engine") or "local"
+    workers = (cfg.plan.get("workers") or 1) if workers is None else workers  # 0 stays 0: one worker, in this process
+    return workers, engine or cfg.plan.get("engine") or "local"

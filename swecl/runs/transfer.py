@@ -23,7 +23,7 @@ from ..base.core import InfraError, read_jsonl
 from ..memory.memory import Memory
 from ..models.models import make_model
 from . import runner
-from .plans import Cell, RunError, plan_sequences, run_config, safe_component
+from .plans import Cell, RunError, plan_sequences, run_config, run_settings, safe_component
 from .progress import draws_bars
 from .runner import MODEL_ERROR_STOP, CellStore, attempt_order, cell_memory, cell_tasks, is_model_error
 from ..sandbox.sandboxes import sandbox_for
@@ -215,8 +215,9 @@ def run_transfer_cells(cells: list, out="results", workers: int = 1, progress: b
         return [f.result() for f in tqdm(as_completed(futs), total=len(futs), desc="transfer cells", disable=quiet)]
 
 # %% ../../nbs/runs/11c_transfer.ipynb #3c3cc236
-def run_transfer(plan, out="results", workers: int = 1, progress: bool = True) -> list:
+def run_transfer(plan, out="results", workers: int | None = None, progress: bool = True) -> list:
     "The transfer cells of a plan (or a `RunConfig`) whose ordinary cells have run (`runner.run_experiment`)."
     cfg = run_config(plan)
+    workers, _ = run_settings(cfg, workers)  # as given, else the plan's (transfer cells run on local processes)
     cells = expand_transfer(cfg)
     return run_transfer_cells(cells, out, workers, progress, cfg.bench) if cells else []
