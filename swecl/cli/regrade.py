@@ -55,9 +55,11 @@ def saved_records(path) -> list:
         ) from None
 
 # %% ../../nbs/cli/13e_cli_regrade.ipynb #78eb52c3
-def regrade_tables(records: list, gradable, authors: dict | None, preds: dict | None = None) -> dict:
+def regrade_tables(
+    records: list, gradable, authors: dict | None, preds: dict | None = None, golds: dict | None = None
+) -> dict:
     "The rates, the agreement rows and the disagreements of one re-grading, as saved with `--json`."
-    rows, disagree = regrade.agreement(records, authors, preds) if authors else ([], [])
+    rows, disagree = regrade.agreement(records, authors, preds, golds) if authors else ([], [])
     return {"rates": regrade.rate_table(records, gradable), "agreement": rows, "disagreements": disagree}
 
 # %% ../../nbs/cli/13e_cli_regrade.ipynb #8bcbacb3
@@ -159,7 +161,7 @@ def cmd_regrade(a):
     note = f"{len(records)} predictions graded from {Path(a.predictions).name}; {why}." + (
         f" {outside} predictions name tasks not in {a.dataset}." if outside else ""
     )
-    tables = regrade_tables(records, gradable, theirs, preds)
+    tables = regrade_tables(records, gradable, theirs, preds, {t.instance_id: t.patch for t in b.tasks})
     if a.official_logs:
         tables["disagreements"] = with_official_logs(tables["disagreements"], b.tasks, records, a.official_logs)
     text = regrade_markdown(tables, a.title, note)

@@ -16,7 +16,7 @@ from ..models.model_base import ModelError, read_replay
 
 # %% auto #0
 __all__ = ['HUNK', 'eval_state_predictions', 'read_predictions', 'grade_predictions', 'rate_table', 'authors_verdicts',
-           'changes_nothing', 'explain', 'agreement']
+           'file_changes', 'changes_nothing', 'same_change', 'explain', 'agreement']
 
 # %% ../../nbs/grading/04d_regrade.ipynb #c7ef4c7c
 def eval_state_predictions(data: dict, condition: str | None, model: str | None = None) -> dict:
@@ -107,8 +107,8 @@ def authors_verdicts(path, model: str | None = None, condition: str = "memory_di
 HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 
 
-def changes_nothing(patch: str) -> bool:
-    "Whether a non-empty `patch` adds back, file by file, exactly the lines it removes, and creates or deletes no file."
+def file_changes(patch: str) -> dict | None:
+    "file -> (lines removed, lines added), sorted and without trailing blanks; None for a patch that creates, deletes or renames a file or changes a binary one."
     files, cur, old, new = {}, None, 0, 0
     for line in patch.splitlines():
         if old > 0 or new > 0:  # inside a hunk: its header said how many lines (a removed "-- x" is no file header)
@@ -118,16 +118,28 @@ def changes_nothing(patch: str) -> bool:
             if tag != "\\":  # "\\ No newline at end of file" counts on neither side
                 old, new = old - (tag != "+"), new - (tag != "-")
         elif line.startswith(("new file mode", "deleted file mode", "rename from", "Binary files", "GIT binary patch")):
-            return False
+            return None
         elif line.startswith("+++ "):
             cur = files.setdefault(line[4:].split("\t")[0].removeprefix("b/"), ([], []))
         elif m := HUNK.match(line):
             old, new = int(m[1] or 1), int(m[2] or 1)
-    return bool(files) and all(sorted(rm) == sorted(add) for rm, add in files.values())
+    return {f: (sorted(rm), sorted(add)) for f, (rm, add) in files.items()}
+
+
+def changes_nothing(patch: str) -> bool:
+    "Whether a non-empty `patch` adds back, file by file, exactly the lines it removes, and creates or deletes no file."
+    files = file_changes(patch)
+    return bool(files) and all(rm == add for rm, add in files.values())
+
+
+def same_change(patch: str, gold: str) -> bool:
+    "Whether `patch` removes and adds, file by file, the very lines `gold` does (hunk positions and context aside)."
+    mine = file_changes(patch)
+    return bool(mine) and mine == file_changes(gold)
 
 # %% ../../nbs/grading/04d_regrade.ipynb #da24879f
-def explain(r: dict, patch: str | None = None) -> str:
-    "What swecl's record (and, given, the patch itself) shows about one grading."
+def explain(r: dict, patch: str | None = None, gold: str | None = None) -> str:
+    "What swecl's record (and, given, the patch itself and the task's gold patch) shows about one grading."
     if r.get("suspicious"):
         return f"flagged, never counted resolved: {r['suspicious'][0][:120]}"
     if r.get("error"):
@@ -141,13 +153,15 @@ def explain(r: dict, patch: str | None = None) -> str:
         return "the patch does not apply at the base commit (git apply and patch both refused it)"
     if patch and changes_nothing(patch):
         return "applied, but the patch changes nothing: every line it removes, it adds back unchanged"
+    gold_too = "; the patch makes the gold patch's change (the same lines, file by file)"
+    also = gold_too if patch and gold and same_change(patch, gold) else ""
     if r.get("evidence"):
-        return f"applied; the test run failed in the patched code: {r['evidence'][:120]}"
-    return f"applied; FAIL_TO_PASS {r['f2p_passed']}/{r['f2p_total']}, PASS_TO_PASS {r['p2p_passed']}/{r['p2p_total']} passed"
+        return f"applied; the test run failed in the patched code: {r['evidence'][:120]}{also}"
+    return f"applied; FAIL_TO_PASS {r['f2p_passed']}/{r['f2p_total']}, PASS_TO_PASS {r['p2p_passed']}/{r['p2p_total']} passed{also}"
 
 # %% ../../nbs/grading/04d_regrade.ipynb #47622f12
-def agreement(records: list, theirs: dict, preds: dict | None = None) -> tuple:
-    "(rows per repository, disagreements): swecl's verdicts beside the recorded ones, on the tasks both graded."
+def agreement(records: list, theirs: dict, preds: dict | None = None, golds: dict | None = None) -> tuple:
+    "(rows per repository, disagreements): swecl's verdicts beside the recorded ones, on the tasks both graded; `preds` and `golds` (id -> patch) let each disagreement say what the patch itself shows."
     rows, disagree = {}, []
     for r in records:
         if r["instance_id"] not in theirs:
@@ -177,7 +191,7 @@ def agreement(records: list, theirs: dict, preds: dict | None = None) -> tuple:
                 "instance_id": r["instance_id"],
                 "theirs": t,
                 "ours": ours,
-                "swecl's record": explain(r, (preds or {}).get(r["instance_id"])),
+                "swecl's record": explain(r, (preds or {}).get(r["instance_id"]), (golds or {}).get(r["instance_id"])),
             }
         )
     return sorted(rows.values(), key=lambda r: r["repo"]), disagree
