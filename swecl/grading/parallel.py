@@ -20,7 +20,7 @@ from ..base.labels import Label
 from .grading import Grade, grade, mark_infra
 
 # %% auto #0
-__all__ = ['ENGINES', 'env_group', 'job_groups', 'envs_ahead', 'grade_group', 'grade_jobs', 'bar_iter']
+__all__ = ['ENGINES', 'env_group', 'job_groups', 'envs_ahead', 'grade_group', 'start_ray', 'grade_jobs', 'bar_iter']
 
 # %% ../../nbs/grading/04j_parallel.ipynb #63fbeaf4
 ENGINES = ("local", "ray")
@@ -97,15 +97,21 @@ def _pool_results(jobs, groups, sandbox, grader, log_dir, workers, bar) -> list:
         return [f.result() for f in futures]
 
 
-def _ray_results(jobs, groups, sandbox, grader, log_dir, workers, bar) -> list:
-    "Each group's grades, graded as one Ray task on `$RAY_ADDRESS` (or a local Ray of `workers` CPUs)."
+def start_ray(num_cpus: int | None = None):
+    "The `ray` module, connected to `$RAY_ADDRESS` or to a local Ray of `num_cpus` (default: all); ValueError without the ray extra."
     try:
         import ray  # optional: the ray extra
     except ImportError:
         raise ValueError("The Ray engine needs the optional extra: pip install 'swecl[ray]'.") from None
     if not ray.is_initialized():
         address = os.environ.get("RAY_ADDRESS")
-        ray.init(address=address, num_cpus=None if address else workers, ignore_reinit_error=True, log_to_driver=False)
+        ray.init(address=address, num_cpus=None if address else num_cpus, ignore_reinit_error=True, log_to_driver=False)
+    return ray
+
+
+def _ray_results(jobs, groups, sandbox, grader, log_dir, workers, bar) -> list:
+    "Each group's grades, graded as one Ray task on `$RAY_ADDRESS` (or a local Ray of `workers` CPUs)."
+    ray = start_ray(workers)
     remote = ray.remote(max_retries=2)(grade_group)
     sb, gr = ray.put(sandbox), ray.put(grader)
     refs = [remote.remote([jobs[i] for i in g], sb, gr, log_dir) for g in groups]

@@ -26,6 +26,7 @@ from ..agent.agent import solve
 from ..base.core import InfraError, append_jsonl, ensure_manifest, read_jsonl, sha256_file
 from ..base.labels import Label
 from ..base.schema import Task
+from ..grading.parallel import start_ray
 from ..grading.validation import NOT_GRADABLE, left_out_result, not_gradable
 from ..memory.experience import experience_from_attempt
 from ..memory.memory import Memory, MemoryStore, make_embedder
@@ -323,11 +324,9 @@ def _run_cell_safe(cell: Cell, out: str, bench=None, progress: bool = False) -> 
 def run_cells_ray(cells: list, out: str | Path, progress: bool = True, bench=None) -> list:
     "Every cell as a Ray task (retried twice); one summary per cell, with 'error' for a cell that failed."
     try:
-        import ray  # optional: the ray extra
-    except ImportError:
-        raise RunError("The Ray engine needs the optional extra: pip install 'swecl[ray]'.") from None
-    if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS"), ignore_reinit_error=True, log_to_driver=False)
+        ray = start_ray()  # $RAY_ADDRESS, or a local Ray on every CPU
+    except ValueError as e:  # no ray extra
+        raise RunError(str(e)) from None
     task = ray.remote(max_retries=2, retry_exceptions=True)(lambda c, o, b: run_cell(c, o, progress=False, bench=b))
     b = ray.put(bench) if bench is not None else None
     refs, res = {task.remote(c, str(out), b): c for c in cells}, []
