@@ -20,8 +20,8 @@ from ..base.core import cache_dir, in_use
 from .envs import COPY_INFIX, ENV_RECIPE
 
 # %% auto #0
-__all__ = ['STALE_BUILD_SECONDS', 'SWEBENCH_ENV', 'MINI_ENV', 'LOCK_SUFFIXES', 'CachedEnv', 'disk_usage', 'folder_kind',
-           'classify', 'env_inventory', 'usage_by_repo', 'remove_env', 'PruneResult', 'prune_envs']
+__all__ = ['STALE_BUILD_SECONDS', 'SWEBENCH_ENV', 'MINI_ENV', 'LOCK_SUFFIXES', 'INSTALLED_MARK', 'CachedEnv', 'disk_usage',
+           'folder_kind', 'classify', 'env_inventory', 'usage_by_repo', 'remove_env', 'PruneResult', 'prune_envs']
 
 # %% ../../nbs/envs/03c_envcache.ipynb #ecc9d022
 STALE_BUILD_SECONDS = 24 * 3600  # a build takes minutes; a `.build-*` folder this old was left by a killed process
@@ -56,6 +56,9 @@ class CachedEnv:
         return self.status in ("old-recipe", "old-harness", "orphan-copy", "incomplete", "abandoned-build")
 
 # %% ../../nbs/envs/03c_envcache.ipynb #bcb49b14
+INSTALLED_MARK = ".installed"  # beside an env folder: the testbed last installed into it (sandbox.testbeds)
+
+
 def disk_usage(*paths: Path) -> tuple:
     """Bytes folders take on disk together (allocated blocks; a file hard-linked twice inside them counts once; symlinks
     are not followed), and how many of them are files also linked from outside: removing the folders does not free those."""
@@ -159,7 +162,7 @@ def remove_env(root: Path, e: CachedEnv) -> bool:
         for lk in reversed(held):
             lk.release()
     for p in _own_locks(root, e.name) + [
-        root / f"{e.name}.installed",
+        root / f"{e.name}{INSTALLED_MARK}",
         root / f"{e.name}.use",
     ]:  # the record of its install goes with it
         p.unlink(missing_ok=True)

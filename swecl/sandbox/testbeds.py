@@ -20,6 +20,7 @@ from filelock import FileLock
 
 from ..base.core import SandboxError, cache_dir, in_use, sha256_file, sha256_text
 from ..base.labels import Label
+from ..envs.envcache import INSTALLED_MARK
 from ..envs.envs import Env
 from .isolation import LIBC, as_root, sandbox_uid, tree_bytes, unmount
 
@@ -186,7 +187,7 @@ def close_view(root: Path, view: str | None):
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #b8836b5b
 def installed_mark(env: Env) -> Path:
     "The file that names the testbed last installed into `env`: beside the env's folder, which sessions can write."
-    return Path(env.path).with_name(Path(env.path).name + ".installed")
+    return Path(env.path).with_name(Path(env.path).name + INSTALLED_MARK)
 
 
 def env_build(env: Env) -> str:
