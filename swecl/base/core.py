@@ -32,7 +32,7 @@ __all__ = ['PROJECT_ROOT', 'PACKAGE_DATA', 'MAX_COMPONENT_BYTES', 'MAX_INPUT_BYT
            'hold_use', 'in_use', 'component_problem', 'InfraError', 'EnvError', 'SandboxError', 'InputFileError',
            'check_regular', 'bounded_read', 'read_regular', 'yaml_nodes', 'load_yaml', 'append_jsonl', 'JsonlError',
            'parse_jsonl', 'read_jsonl', 'config_diff', 'git_commit', 'ensure_manifest', 'diff_paths', 'iso_time',
-           'bootstrap_ci', 'wilson']
+           'bootstrap_ci', 'wilson', 'lru_doomed']
 
 # %% ../../nbs/base/00_core.ipynb #f4828f4c
 stats = lazy_module("scipy.stats")  # bootstrap intervals only: loaded when first used
@@ -461,3 +461,18 @@ def wilson(k: int, n: int, z: float = 1.959964) -> tuple:
     p, z2 = k / n, z * z
     centre, half = (p + z2 / (2 * n)) / (1 + z2 / n), z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
     return (0.0 if k == 0 else centre - half), (1.0 if k == n else centre + half)  # exact at the ends
+
+# %% ../../nbs/base/00_core.ipynb #3fc095d8
+def lru_doomed(entries: list, max_bytes: int | None = None, older_than_days: float | None = None, now=None) -> list:
+    "The entries to remove, least recently used first: those unused for `older_than_days`, then LRU down to `max_bytes`."
+    now = now or time.time()
+    lru = sorted(entries, key=lambda e: e.used)
+    out = [e for e in lru if older_than_days is not None and now - e.used > older_than_days * 86400]
+    left = sum(e.bytes for e in lru if e not in out)
+    for e in lru:
+        if max_bytes is None or left <= max_bytes:
+            break
+        if e not in out:
+            out.append(e)
+            left -= e.bytes
+    return out

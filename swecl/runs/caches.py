@@ -11,12 +11,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base.core import cache_dir, in_use
+from ..base.core import cache_dir, in_use, lru_doomed
 from ..envs.envcache import env_inventory, remove_env
 from ..sandbox.testbeds import forget
 
 # %% auto #0
-__all__ = ['CACHES', 'DAY', 'CacheEntry', 'cache_entries', 'cache_rows', 'doomed', 'remove_entry', 'CachePrune', 'prune_caches']
+__all__ = ['CACHES', 'DAY', 'CacheEntry', 'cache_entries', 'cache_rows', 'remove_entry', 'CachePrune', 'prune_caches']
 
 # %% ../../nbs/runs/11d_caches.ipynb #0f588f16
 CACHES = ("envs", "testbeds", "grades", "embeddings")
@@ -84,21 +84,6 @@ def cache_rows(root: Path | None = None, caches=CACHES, now: float | None = None
     return rows
 
 # %% ../../nbs/runs/11d_caches.ipynb #25733431
-def doomed(entries: list, max_bytes: int | None = None, older_than_days: float | None = None, now=None) -> list:
-    "The entries to remove, least recently used first: those unused for `older_than_days`, then LRU down to `max_bytes`."
-    now = now or time.time()
-    lru = sorted(entries, key=lambda e: e.used)
-    out = [e for e in lru if older_than_days is not None and now - e.used > older_than_days * DAY]
-    left = sum(e.bytes for e in lru if e not in out)
-    for e in lru:
-        if max_bytes is None or left <= max_bytes:
-            break
-        if e not in out:
-            out.append(e)
-            left -= e.bytes
-    return out
-
-
 def remove_entry(e: CacheEntry) -> bool:
     "Remove one entry; False when it is in use (an env whose lock another process holds)."
     if e.cache == "envs":
@@ -130,13 +115,13 @@ class CachePrune:
 def prune_caches(
     caches=CACHES, max_gb: float | None = None, older_than_days: float | None = None, dry_run=False, root=None
 ) -> list[CachePrune]:
-    "Prune each of `caches` (see `doomed`; `max_gb` applies to each cache); `dry_run` removes nothing."
+    "Prune each of `caches` (see `lru_doomed`; `max_gb` applies to each cache); `dry_run` removes nothing."
     if max_gb is None and older_than_days is None:
         raise ValueError("Say what to prune: --max-size GB, --older-than DAYS, or both.")
     out = []
     for c in caches:
         es = cache_entries(c, root)
-        gone = doomed(es, None if max_gb is None else int(max_gb * 1e9), older_than_days)
+        gone = lru_doomed(es, None if max_gb is None else int(max_gb * 1e9), older_than_days)
         removed = [e for e in gone if dry_run or remove_entry(e)]
         skipped = len(gone) - len(removed)
         out.append(CachePrune(c, len(removed), skipped, sum(e.bytes for e in removed), len(es) - len(removed)))

@@ -15,10 +15,11 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from types import SimpleNamespace
 
 from filelock import FileLock
 
-from ..base.core import SandboxError, cache_dir, in_use, sha256_file, sha256_text
+from ..base.core import SandboxError, cache_dir, in_use, lru_doomed, sha256_file, sha256_text
 from ..base.labels import Label
 from ..envs.envcache import INSTALLED_MARK
 from ..envs.envs import Env
@@ -89,21 +90,23 @@ def testbeds_max_bytes() -> int:
 def prune(where: Path, keep: str | None = None, max_bytes: int | None = None) -> list:
     "Remove the least recently used prepared copies until `where` holds at most `max_bytes`; the keys removed."
     limit = testbeds_max_bytes() if max_bytes is None else max_bytes
-    entries = []
+    entries, kept = [], 0
     for m in where.glob("*/meta.json"):
         if in_use(m.parent):  # a session's view of it is open
             continue
         try:
-            entries.append((m.parent.stat().st_mtime, m.parent.name, json.loads(m.read_text()).get("bytes", 0)))
+            e = SimpleNamespace(
+                key=m.parent.name, used=m.parent.stat().st_mtime, bytes=json.loads(m.read_text()).get("bytes", 0)
+            )
         except (OSError, ValueError):
             continue
-    total, removed = sum(b for _, _, b in entries), []
-    for _, key, size in sorted(entries):
-        if total <= limit:
-            break
-        if key != keep:
-            forget(key, where)
-            total, removed = total - size, removed + [key]
+        if e.key == keep:  # never the one just made: it counts against the bound, the others go first
+            kept = e.bytes
+        else:
+            entries.append(e)
+    removed = [e.key for e in lru_doomed(entries, limit - kept)]
+    for key in removed:
+        forget(key, where)
     return removed
 
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #be75a82c
