@@ -279,6 +279,35 @@ def descendants(root: int) -> set:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_grading_workers_die_with_a_killed_validate(swecl_bin, tmp_path):
+    "`swecl validate --workers 2` killed with -9: its worker processes (and their queue's manager) go with it."
+    parent = subprocess.Popen([swecl_bin, "validate", "--dataset", "mini", "--workers", "2", "--logs", str(tmp_path)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    leftovers = set()
+    try:
+        t0, spawned = time.time(), []
+        while time.time() - t0 < 120 and len(spawned) < 3 and parent.poll() is None:
+            procs = proc_children()
+            leftovers = descendants(parent.pid)
+            spawned = [p for p in leftovers if "spawn_main" in procs.get(p, (0, "", ""))[2]]
+            time.sleep(0.1)
+        assert len(spawned) == 3, "the two workers and the manager did not start"
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        t1 = time.time()
+        while time.time() - t1 < 10 and any(alive(w) for w in spawned):
+            time.sleep(0.1)
+        assert not any(alive(w) for w in spawned), "grading workers outlived their parent"
+        assert time.time() - t1 < 5
+    finally:
+        for pid in descendants(parent.pid) | leftovers | {parent.pid}:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_workers_die_with_a_killed_parent(swecl_bin, tmp_path):
     slow = [{"tool": "bash", "args": {"command": "sleep 20"}}, {"tool": "submit", "args": {}}]
     script = tmp_path / "slow.yaml"

@@ -5,16 +5,19 @@
 # %% ../../nbs/base/00_core.ipynb #1720b1bb
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import hashlib
 import json
 import math
 import os
 import re
+import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from datetime import datetime
@@ -28,11 +31,11 @@ from .lazy import lazy_module
 
 # %% auto #0
 __all__ = ['PROJECT_ROOT', 'PACKAGE_DATA', 'MAX_COMPONENT_BYTES', 'MAX_INPUT_BYTES', 'MAX_SMALL_BYTES', 'MAX_YAML_NODES',
-           'JSONL_POLICIES', 'DIFF_HEADER', 'package_file', 'cache_dir', 'sha256_file', 'sha256_text', 'write_atomic',
-           'hold_use', 'in_use', 'component_problem', 'InfraError', 'EnvError', 'SandboxError', 'InputFileError',
-           'check_regular', 'bounded_read', 'read_regular', 'yaml_nodes', 'load_yaml', 'append_jsonl', 'JsonlError',
-           'parse_jsonl', 'read_jsonl', 'config_diff', 'git_commit', 'ensure_manifest', 'diff_paths', 'iso_time',
-           'bootstrap_ci', 'wilson', 'lru_doomed']
+           'JSONL_POLICIES', 'DIFF_HEADER', 'PR_SET_PDEATHSIG', 'package_file', 'cache_dir', 'sha256_file',
+           'sha256_text', 'write_atomic', 'hold_use', 'in_use', 'component_problem', 'InfraError', 'EnvError',
+           'SandboxError', 'InputFileError', 'check_regular', 'bounded_read', 'read_regular', 'yaml_nodes', 'load_yaml',
+           'append_jsonl', 'JsonlError', 'parse_jsonl', 'read_jsonl', 'config_diff', 'git_commit', 'ensure_manifest',
+           'diff_paths', 'iso_time', 'bootstrap_ci', 'wilson', 'lru_doomed', 'watch_parent', 'die_with_parent']
 
 # %% ../../nbs/base/00_core.ipynb #f4828f4c
 stats = lazy_module("scipy.stats")  # bootstrap intervals only: loaded when first used
@@ -476,3 +479,20 @@ def lru_doomed(entries: list, max_bytes: int | None = None, older_than_days: flo
             out.append(e)
             left -= e.bytes
     return out
+
+# %% ../../nbs/base/00_core.ipynb #5f190607
+PR_SET_PDEATHSIG = 1
+
+# %% ../../nbs/base/00_core.ipynb #a40381c1
+def watch_parent(parent: int, every: float = 0.5) -> None:
+    "Exit this process at once when its parent is no longer `parent` (it died and the process was re-parented)."
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(70)
+
+# %% ../../nbs/base/00_core.ipynb #40a58e03
+def die_with_parent(parent: int) -> None:
+    "Worker initializer: this process is killed when `parent` dies (parent-death signal and a watcher thread)."
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    threading.Thread(target=watch_parent, args=(parent,), daemon=True, name="watch-parent").start()

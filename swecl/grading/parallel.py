@@ -13,9 +13,11 @@ import queue
 import threading
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.managers import SyncManager
 
 from tqdm.auto import tqdm
 
+from ..base.core import die_with_parent
 from ..base.labels import Label
 from .grading import Grade, grade, mark_infra
 
@@ -82,7 +84,11 @@ def _in_order(jobs: list, groups: list, results: list) -> list[Grade]:
 def _pool_results(jobs, groups, sandbox, grader, log_dir, workers, bar) -> list:
     "Each group's grades, graded by `workers` spawned processes; `bar` moves per grading."
     ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no lock, thread or mount of this one
-    with ctx.Manager() as manager, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+    # the workers and the queue's manager die with this process: a killed validate takes them along
+    manager, me = SyncManager(ctx=ctx), os.getpid()
+    manager.start(die_with_parent, (me,))
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=die_with_parent, initargs=(me,))
+    with manager, pool:
         done = manager.Queue()
         futures = [pool.submit(grade_group, [jobs[i] for i in g], sandbox, grader, log_dir, done) for g in groups]
         try:
@@ -96,7 +102,7 @@ def _pool_results(jobs, groups, sandbox, grader, log_dir, workers, bar) -> list:
             bar.update(done.get())
         return [f.result() for f in futures]
 
-
+# %% ../../nbs/grading/04j_parallel.ipynb #c4a7e2d1
 def start_ray(num_cpus: int | None = None):
     "The `ray` module, connected to `$RAY_ADDRESS` or to a local Ray of `num_cpus` (default: all); ValueError without the ray extra."
     try:

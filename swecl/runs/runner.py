@@ -5,14 +5,11 @@
 # %% ../../nbs/runs/11_runner.ipynb #8fc592e4
 from __future__ import annotations
 
-import ctypes
 import json
 import multiprocessing as mp
 import os
-import signal
 import sys
 import tempfile
-import threading
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -23,7 +20,7 @@ from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
 from ..agent.agent import solve
-from ..base.core import InfraError, append_jsonl, ensure_manifest, read_jsonl, sha256_file
+from ..base.core import InfraError, append_jsonl, die_with_parent, ensure_manifest, read_jsonl, sha256_file
 from ..base.labels import Label
 from ..base.schema import Task
 from ..grading.parallel import start_ray
@@ -42,10 +39,10 @@ from ..sandbox.sandboxes import sandbox_for
 from ..tasks.datasets import load
 
 # %% auto #0
-__all__ = ['CHECKED', 'MODEL_ERROR_STOP', 'PR_SET_PDEATHSIG', 'NO_MODEL', 'model_sha256', 'check_provenance', 'is_model_error',
-           'has_patch', 'expected_predictions', 'sync_predictions', 'CellStore', 'cell_tasks', 'attempt_order',
-           'cell_memory', 'restore_memory', 'attempt_record', 'run_attempt', 'run_attempts', 'cell_summary', 'budgeted',
-           'run_cell', 'run_cells_ray', 'watch_parent', 'die_with_parent', 'run_cells', 'run_plan', 'run_experiment']
+__all__ = ['CHECKED', 'MODEL_ERROR_STOP', 'NO_MODEL', 'model_sha256', 'check_provenance', 'is_model_error', 'has_patch',
+           'expected_predictions', 'sync_predictions', 'CellStore', 'cell_tasks', 'attempt_order', 'cell_memory',
+           'restore_memory', 'attempt_record', 'run_attempt', 'run_attempts', 'cell_summary', 'budgeted', 'run_cell',
+           'run_cells_ray', 'run_cells', 'run_plan', 'run_experiment']
 
 # %% ../../nbs/runs/11_runner.ipynb #963fdd11
 CHECKED = {"dataset_sha256": "dataset", "model_sha256": "model file"}  # provenance that must not change on resume
@@ -340,23 +337,6 @@ def run_cells_ray(cells: list, out: str | Path, progress: bool = True, bench=Non
                 res.append({"cell": refs[ready[0]].id, "error": f"{type(e).__name__}: {e}"})
             bar.update(1)
     return res
-
-# %% ../../nbs/runs/11_runner.ipynb #5f190607
-PR_SET_PDEATHSIG = 1
-
-# %% ../../nbs/runs/11_runner.ipynb #a40381c1
-def watch_parent(parent: int, every: float = 0.5) -> None:
-    "Exit this process at once when its parent is no longer `parent` (it died and the process was re-parented)."
-    while os.getppid() == parent:
-        time.sleep(every)
-    os._exit(70)
-
-# %% ../../nbs/runs/11_runner.ipynb #40a58e03
-def die_with_parent(parent: int) -> None:
-    "Worker initializer: this process is killed when `parent` dies (parent-death signal and a watcher thread)."
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    threading.Thread(target=watch_parent, args=(parent,), daemon=True, name="watch-parent").start()
 
 # %% ../../nbs/runs/11_runner.ipynb #745e9365
 def run_cells(
