@@ -278,6 +278,16 @@ def descendants(root: int) -> set:
     return found
 
 
+def kill_and_wait(parent: subprocess.Popen, children: list) -> float:
+    "Kill `parent` with -9; the seconds until every one of `children` is gone (10 at most, then still alive)."
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    t1 = time.time()
+    while time.time() - t1 < 10 and any(alive(w) for w in children):
+        time.sleep(0.1)
+    return time.time() - t1
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_grading_workers_die_with_a_killed_validate(swecl_bin, tmp_path):
     "`swecl validate --workers 2` killed with -9: its worker processes (and their queue's manager) go with it."
@@ -292,13 +302,9 @@ def test_grading_workers_die_with_a_killed_validate(swecl_bin, tmp_path):
             spawned = [p for p in leftovers if "spawn_main" in procs.get(p, (0, "", ""))[2]]
             time.sleep(0.1)
         assert len(spawned) == 3, "the two workers and the manager did not start"
-        os.kill(parent.pid, signal.SIGKILL)
-        parent.wait()
-        t1 = time.time()
-        while time.time() - t1 < 10 and any(alive(w) for w in spawned):
-            time.sleep(0.1)
+        took = kill_and_wait(parent, spawned)
         assert not any(alive(w) for w in spawned), "grading workers outlived their parent"
-        assert time.time() - t1 < 5
+        assert took < 5
     finally:
         for pid in descendants(parent.pid) | leftovers | {parent.pid}:
             try:
@@ -330,13 +336,9 @@ def test_workers_die_with_a_killed_parent(swecl_bin, tmp_path):
         leftovers = descendants(parent.pid)
         workers = [p for p in leftovers if "spawn_main" in procs.get(p, (0, "", ""))[2]]
         assert len(workers) == 2
-        os.kill(parent.pid, signal.SIGKILL)
-        parent.wait()
-        t1 = time.time()
-        while time.time() - t1 < 10 and any(alive(w) for w in workers):
-            time.sleep(0.1)
+        took = kill_and_wait(parent, workers)
         assert not any(alive(w) for w in workers), "workers outlived their parent"
-        assert time.time() - t1 < 5
+        assert took < 5
         for d in cells:
             lock = FileLock(str(d / ".lock"))
             lock.acquire(timeout=5)  # free within seconds: no orphan holds it
