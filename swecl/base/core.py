@@ -31,7 +31,7 @@ from .lazy import lazy_module
 
 # %% auto #0
 __all__ = ['PROJECT_ROOT', 'PACKAGE_DATA', 'MAX_COMPONENT_BYTES', 'MAX_INPUT_BYTES', 'MAX_SMALL_BYTES', 'MAX_YAML_NODES',
-           'JSONL_POLICIES', 'DIFF_HEADER', 'PR_SET_PDEATHSIG', 'package_file', 'cache_dir', 'sha256_file',
+           'JSONL_POLICIES', 'DIFF_HEADER', 'DAY', 'PR_SET_PDEATHSIG', 'package_file', 'cache_dir', 'sha256_file',
            'sha256_text', 'write_atomic', 'hold_use', 'in_use', 'component_problem', 'InfraError', 'EnvError',
            'SandboxError', 'InputFileError', 'check_regular', 'bounded_read', 'read_regular', 'yaml_nodes', 'load_yaml',
            'append_jsonl', 'JsonlError', 'parse_jsonl', 'read_jsonl', 'config_diff', 'git_commit', 'ensure_manifest',
@@ -466,11 +466,14 @@ def wilson(k: int, n: int, z: float = 1.959964) -> tuple:
     return (0.0 if k == 0 else centre - half), (1.0 if k == n else centre + half)  # exact at the ends
 
 # %% ../../nbs/base/00_core.ipynb #3fc095d8
+DAY = 86400  # seconds
+
+
 def lru_doomed(entries: list, max_bytes: int | None = None, older_than_days: float | None = None, now=None) -> list:
     "The entries to remove, least recently used first: those unused for `older_than_days`, then LRU down to `max_bytes`."
     now = now or time.time()
     lru = sorted(entries, key=lambda e: e.used)
-    out = [e for e in lru if older_than_days is not None and now - e.used > older_than_days * 86400]
+    out = [e for e in lru if older_than_days is not None and now - e.used > older_than_days * DAY]
     left = sum(e.bytes for e in lru if e not in out)
     for e in lru:
         if max_bytes is None or left <= max_bytes:

@@ -11,16 +11,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base.core import cache_dir, in_use, lru_doomed
+from ..base.core import DAY, cache_dir, in_use, lru_doomed
 from ..envs.envcache import env_inventory, remove_env
 from ..sandbox.testbeds import forget
 
 # %% auto #0
-__all__ = ['CACHES', 'DAY', 'CacheEntry', 'cache_entries', 'cache_rows', 'remove_entry', 'CachePrune', 'prune_caches']
+__all__ = ['CACHES', 'CacheEntry', 'cache_entries', 'cache_rows', 'remove_entry', 'CachePrune', 'prune_caches']
 
 # %% ../../nbs/runs/11d_caches.ipynb #0f588f16
 CACHES = ("envs", "testbeds", "grades", "embeddings")
-DAY = 86400
 
 
 @dataclass
