@@ -19,7 +19,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
-from ..base.core import InfraError, read_jsonl
+from ..base.core import InfraError, die_with_parent, read_jsonl
 from ..memory.memory import Memory
 from ..models.models import make_model
 from . import runner
@@ -208,9 +208,7 @@ def run_transfer_cells(cells: list, out="results", workers: int = 1, progress: b
             _run_transfer_safe(c, str(out), bench, progress) for c in tqdm(cells, desc="transfer cells", disable=quiet)
         ]
     ctx = mp.get_context("spawn")
-    with ProcessPoolExecutor(
-        workers, mp_context=ctx, initializer=runner.die_with_parent, initargs=(os.getpid(),)
-    ) as ex:
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)) as ex:
         futs = [ex.submit(_run_transfer_safe, c, str(out), bench, progress) for c in cells]
         return [f.result() for f in tqdm(as_completed(futs), total=len(futs), desc="transfer cells", disable=quiet)]
 
