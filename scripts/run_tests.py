@@ -31,7 +31,6 @@ def _test_one(path, skip_flags):
     # In a worker process: nbdev's own runner, so flags and directives behave exactly as nbdev_test.
     from nbdev.test import test_nb
 
-    os.environ.setdefault("MPLBACKEND", "Agg")
     ok, secs = test_nb(Path(path), skip_flags=skip_flags, showerr=True)
     return ok, secs
 
@@ -53,10 +52,13 @@ def run_notebooks(forced, only, workers):
     skip = _skip_flags(forced)
     results = {}
     # One fresh process per notebook: execnb replaces __main__, and notebooks must not share state. Each is forked
-    # from a server that has imported nbdev's runner once (about a second of imports per notebook otherwise) and
-    # nothing of swecl, so every notebook still imports the package itself.
+    # from a server that has imported nbdev's runner and the heavy third-party libraries once (scripts/
+    # notebook_preload.py: seconds of CPU per notebook otherwise) and nothing of swecl, so every notebook still imports
+    # the package itself.
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["nbdev.test"])
+    ctx.set_forkserver_preload(["nbdev.test", "notebook_preload"])
     # the longest first, so that no long notebook starts last while the other worker idles
     nbs.sort(key=_expected_seconds, reverse=True)
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, max_tasks_per_child=1) as ex:
