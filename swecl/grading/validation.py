@@ -245,8 +245,13 @@ def gradable_record(records: list, dataset: str, note: str = "", tasks: list = (
     }
     for iid in sorted({i for i, _ in latest}):
         g, e = latest.get((iid, "gold")), latest.get((iid, "empty"))
-        if g is None or e is None:
-            out["other"][iid] = {"repo": (g or e)["repo"], "label": "one policy only"}
+        if g is None or e is None:  # one policy alone decides only where it went wrong (a gold that timed out)
+            one = g or e
+            miss = expected(one) is not True
+            label = ("unexpected" if expected(one) is False else one.get("infra_reason")) if miss else "one policy only"
+            out["other"][iid] = {"repo": one["repo"], "label": label} | (
+                {k: one.get(k) for k in ("policy", "error", "evidence")} if miss else {}
+            )
             continue
         if lists_no_f2p(g):  # sklearn-9772 (Verified): nothing can fail
             out["other"][iid] = {"repo": g["repo"], "label": Label.UPSTREAM_DEFECT, "policy": "gold"} | NO_F2P
@@ -293,7 +298,8 @@ def gradable_onto(old: dict, new: dict) -> dict:
     other = {i: v for i, v in old["other"].items() if i not in done}
     other |= {i: v for i, v in new["other"].items() if i in done}
     gradable = sorted((set(old["gradable"]) - done) | set(new["gradable"]))
-    note = "; then ".join(n for n in (old.get("note"), new.get("note")) if n)
+    steps = [n for n in "; then ".join(n for n in (old.get("note"), new.get("note")) if n).split("; then ") if n]
+    note = "; then ".join(n for k, n in enumerate(steps) if k == 0 or n != steps[k - 1])  # a step repeated: once
     return machine_free({"dataset": new["dataset"], "note": note, "gradable": gradable, "other": other})  # old kept too
 
 # %% ../../nbs/grading/04a_validation.ipynb #67df447c
