@@ -246,21 +246,21 @@ def gradable_record(records: list, dataset: str, note: str = "", tasks: list = (
     for iid in sorted({i for i, _ in latest}):
         g, e = latest.get((iid, "gold")), latest.get((iid, "empty"))
         if g is None or e is None:  # one policy alone decides only where it went wrong (a gold that timed out)
-            one = g or e
-            miss = expected(one) is not True
-            label = ("unexpected" if expected(one) is False else one.get("infra_reason")) if miss else "one policy only"
-            out["other"][iid] = {"repo": one["repo"], "label": label} | (
-                {k: one.get(k) for k in ("policy", "error", "evidence")} if miss else {}
-            )
-            continue
-        if lists_no_f2p(g):  # sklearn-9772 (Verified): nothing can fail
-            out["other"][iid] = {"repo": g["repo"], "label": Label.UPSTREAM_DEFECT, "policy": "gold"} | NO_F2P
-            continue
-        ok = both_expected(g, e)
-        if ok == (True, True):
-            out["gradable"].append(iid)
-            continue
-        bad = g if ok[0] is False else e if ok[1] is False else g if ok[0] is None else e  # an unexplained miss first
+            bad, ok = g or e, (expected(g or e),)
+            if ok == (True,):
+                out["other"][iid] = {"repo": bad["repo"], "label": "one policy only"}
+                continue
+        else:
+            if lists_no_f2p(g):  # sklearn-9772 (Verified): nothing can fail
+                out["other"][iid] = {"repo": g["repo"], "label": Label.UPSTREAM_DEFECT, "policy": "gold"} | NO_F2P
+                continue
+            ok = both_expected(g, e)
+            if ok == (True, True):
+                out["gradable"].append(iid)
+                continue
+            bad = (
+                g if ok[0] is False else e if ok[1] is False else g if ok[0] is None else e
+            )  # an unexplained miss first
         label = "unexpected" if False in ok else bad.get("infra_reason")
         why = {k: bad.get(k) for k in ("policy", "error", "evidence")}
         out["other"][iid] = {"repo": bad["repo"], "label": label} | why
@@ -298,7 +298,7 @@ def gradable_onto(old: dict, new: dict) -> dict:
     other = {i: v for i, v in old["other"].items() if i not in done}
     other |= {i: v for i, v in new["other"].items() if i in done}
     gradable = sorted((set(old["gradable"]) - done) | set(new["gradable"]))
-    steps = [n for n in "; then ".join(n for n in (old.get("note"), new.get("note")) if n).split("; then ") if n]
+    steps = [step for n in (old.get("note"), new.get("note")) if n for step in n.split("; then ")]
     note = "; then ".join(n for k, n in enumerate(steps) if k == 0 or n != steps[k - 1])  # a step repeated: once
     return machine_free({"dataset": new["dataset"], "note": note, "gradable": gradable, "other": other})  # old kept too
 
