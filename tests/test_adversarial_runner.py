@@ -265,7 +265,7 @@ def alive(pid: int) -> bool:
     for t in Path(f"/proc/{pid}/task").glob("*/stat"):
         try:
             states.append(t.read_text().rsplit(")", 1)[1].split()[0])
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # the thread exited between the listing and the read
             pass
     return any(st not in ("Z", "X") for st in states)
 
