@@ -7,18 +7,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FLAGS = set(os.environ.get("SWECL_TEST_FLAGS", "").split())
+# the notebooks' flags (settings.ini's tst_flags), and docs: the docs site built as `make docs` builds it (CI runs it)
+FLAG_NAMES = ("slow", "docker", "llm", "network", "mirror", "ray", "docs")
 
 
 def pytest_collection_modifyitems(config, items):
     # Same flags as the notebooks: marked tests run only when their flag is forced.
     for item in items:
-        for flag in ("slow", "docker", "llm", "network", "mirror", "ray"):
+        for flag in FLAG_NAMES:
             if flag in item.keywords and flag not in FLAGS:
                 item.add_marker(pytest.mark.skip(reason=f"flag {flag!r} not requested (run with --flags {flag})"))
 
 
 def pytest_configure(config):
-    for flag in ("slow", "docker", "llm", "network", "mirror", "ray"):
+    for flag in FLAG_NAMES:
         config.addinivalue_line("markers", f"{flag}: skipped unless the {flag} test flag is given")
 
 

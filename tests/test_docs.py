@@ -5,7 +5,9 @@ README.md left as it is.
 nbdev_docs has two steps: it processes every notebook (running the cells `show_doc` needs) into `_proc/`, then quarto
 renders `_proc/` into `_docs/`. The first runs everywhere. quarto cannot be installed offline, so scripts/build_docs.py
 (`make docs`) renders `_proc/` with nbconvert when quarto is not on PATH; with quarto (`pip install -e ".[docs]"`,
-online) it runs nbdev_docs itself. Both are tested; the quarto one only where quarto is installed."""
+online) it runs nbdev_docs itself. Both are tested; the quarto one only where quarto is installed. Building the site runs
+every notebook's exported cells again (about 90 s), so those tests carry the `docs` flag: `.ci/run` gives it, and
+`make test TEST_FLAGS=docs` runs them by hand."""
 
 import json
 import os
@@ -135,6 +137,7 @@ def offline_site(tmp_path_factory):
     return src, r.stdout
 
 
+@pytest.mark.docs
 def test_notebooks_process_for_the_docs(offline_site):
     # nbdev runs every exported cell, and every other cell that imports something, to render the API docs: a test cell
     # that mixes imports with code it cannot run on its own (state from a cell that is not run) fails here.
@@ -144,6 +147,7 @@ def test_notebooks_process_for_the_docs(offline_site):
     assert (src / "README.md").read_bytes() == (ROOT / "README.md").read_bytes()
 
 
+@pytest.mark.docs
 def test_offline_docs_site_has_a_page_per_notebook(offline_site):
     src, out = offline_site
     assert "renderer nbconvert" in out, out
@@ -186,6 +190,7 @@ def test_offline_docs_site_has_a_page_per_notebook(offline_site):
     assert 'href="../base/core.html#bootstrap_ci"' in metrics
 
 
+@pytest.mark.docs
 def test_offline_docs_render_math(offline_site):
     # TeX math is marked as pandoc marks it and typeset by MathJax in the browser; a `$` of a price stays text
     src, _ = offline_site
@@ -199,7 +204,7 @@ def test_offline_docs_render_math(offline_site):
     assert "$3 / $15 per" in poisoning and 'class="math' not in poisoning and "MathJax" not in poisoning
 
 
-@pytest.mark.slow
+@pytest.mark.docs
 @pytest.mark.skipif(
     QUARTO is None,
     reason='quarto is not installed: pip install -e ".[docs]" (quarto-cli downloads the quarto binary when it is built)',
