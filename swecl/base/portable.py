@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import os
+import re
+import tempfile
 from pathlib import Path
 
 from .core import cache_dir
@@ -20,7 +22,7 @@ def machine_folders() -> list:
         os.environ.get("SWECL_REPO_MIRROR"): "$SWECL_REPO_MIRROR",
         os.environ.get("SWECL_DATA_DIR"): "$SWECL_DATA_DIR",
     }
-    found |= {str(cache_dir()): "$SWECL_CACHE", str(Path.home()): "~"}
+    found |= {str(cache_dir()): "$SWECL_CACHE", str(Path.home()): "~", tempfile.gettempdir(): "$TMPDIR"}
     pairs = [(str(Path(f)).rstrip("/"), name) for f, name in found.items() if f and str(Path(f)) not in ("/", ".")]
     return sorted(pairs, key=lambda p: -len(p[0]))
 
@@ -28,10 +30,11 @@ def machine_folders() -> list:
 def machine_free(obj, folders: list | None = None):
     "`obj` (text, or lists and dicts of it) with each of this machine's folders replaced by its name."
     folders = machine_folders() if folders is None else folders
-    if isinstance(obj, str):
-        for f, name in folders:
-            obj = obj.replace(f, name)
-        return obj
+    if isinstance(obj, str) and folders:
+        # one pass, longest folder first, whole path components only: `/tmp` is not the start of `/tmph2sqqdgc`
+        names = dict(folders)
+        pattern = "|".join(re.escape(f) for f, _ in sorted(folders, key=lambda p: -len(p[0])))
+        return re.sub(f"({pattern})(?![\\w.+-])", lambda m: names[m.group(1)], obj)
     if isinstance(obj, dict):
         return {k: machine_free(v, folders) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
