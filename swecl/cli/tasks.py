@@ -30,8 +30,8 @@ from ..tasks import datasets
 from ..tasks.selection import load_tasks
 
 # %% auto #0
-__all__ = ['COMPAT_HELP', 'NO_TESTBEDS_HELP', 'PARALLEL_ARGS', 'SANDBOX_HELP', 'VALIDATE_ARGS', 'SANDBOX_ARGS', 'SOLVE_ARGS',
-           'ENVS_ARGS', 'CACHE_ARGS', 'parallel_options', 'read_records', 'timing_line', 'env_cache_line',
+__all__ = ['COMPAT_HELP', 'NO_TESTBEDS_HELP', 'PARALLEL_ARGS', 'SANDBOX_HELP', 'TIMING_SPLIT', 'VALIDATE_ARGS', 'SANDBOX_ARGS',
+           'SOLVE_ARGS', 'ENVS_ARGS', 'CACHE_ARGS', 'parallel_options', 'read_records', 'timing_line', 'env_cache_line',
            'validation_summary', 'validation_records', 'validation_tables', 'cmd_validate', 'cmd_sandbox',
            'solve_summary', 'infra_line', 'solve_one', 'cmd_solve', 'gigabytes', 'status_table', 'cache_totals',
            'env_list', 'prune_line', 'cmd_envs', 'cmd_cache']
@@ -92,6 +92,9 @@ def read_records(paths: list) -> list:
     return records
 
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #20231a3c
+TIMING_SPLIT = {"env": "env builds and waits for them", "testbed": "working copies", "tests": "tests"}
+
+
 def timing_line(records: list) -> str | None:
     "Wall time of the gradings: setup (env builds included, the first of each env) and tests, median and max, and in all."
     secs = [r.get("seconds") or {} for r in records]
@@ -101,7 +104,9 @@ def timing_line(records: list) -> str | None:
     total = sum(s.get("total", 0) for s in secs) / 60
     line = f"time per grading: setup median {median(setup):.0f} s (max {max(setup):.0f} s, env builds included)"
     tests_part = f", tests median {median(tests):.0f} s (max {max(tests):.0f} s)" if tests else ""
-    return line + tests_part + f"; {total:.1f} min in all"
+    split = [(name, sum(s.get(k, 0) for s in secs) / 60) for k, name in TIMING_SPLIT.items()]
+    split_part = " (" + ", ".join(f"{n} {m:.1f} min" for n, m in split) + ")" if any("env" in s for s in secs) else ""
+    return line + tests_part + f"; {total:.1f} min in all" + split_part
 
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #559c47ec
 def env_cache_line(usage: dict) -> str | None:

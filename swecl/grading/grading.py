@@ -490,6 +490,7 @@ def grade(task: Task, patch: str, sandbox, log_dir=None, reject_test_edits: bool
             logs.append(f"$ open session\n{e}\n{e.output}")
             return mark_infra(g, e.reason, str(e))
         g.seconds["setup"] = round(time.time() - t0, 3)
+        g.seconds |= getattr(s, "open_seconds", {})  # the local sandbox's split: env, then working copy
         with s:
             return grade_session(s, task, patch, g, logs, reject_test_edits)
     except Exception as e:  # a harness bug must not stop a batch; it is recorded as such

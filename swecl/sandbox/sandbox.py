@@ -357,14 +357,19 @@ def _check_instance_id(task: Task):
 @patch
 def _prepare(self: LocalSandbox, task: Task, root: Path, cap: str, install: bool, reinstalls=False) -> LocalSession:
     "A session in the empty folder `root`: working copy, environment and (when `install`) the committed install step."
+    t0 = time.time()
     env = self.env_for(task)
+    env_seconds = time.time() - t0  # an env build, or the wait for another process's build of it
     if not self.unsafe and (why := cgroup_setup()[1]):  # said once as a warning; every session's notes say it too
         env.notes = env.notes + [f"memory capped per process (rlimits), not per command: {why}"]
     key = testbed_key(task, env, install)
     if not self.testbeds:
-        return self._exported(task, env, root, key, install, cap)
-    p = prepare(key, lambda folder: self._set_up(task, env, folder, key, install))
-    return self._open_view(task, env, root, cap, key, p, install and not reinstalls)
+        s = self._exported(task, env, root, key, install, cap)
+    else:
+        p = prepare(key, lambda folder: self._set_up(task, env, folder, key, install))
+        s = self._open_view(task, env, root, cap, key, p, install and not reinstalls)
+    s.open_seconds = {"env": round(env_seconds, 3), "testbed": round(time.time() - t0 - env_seconds, 3)}
+    return s
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #7b1e0a02
 def _install(s: LocalSession, key: str, pre: bool):
