@@ -80,9 +80,8 @@ def run_pytest(forced, workers):
     xml = Path(tempfile.mkdtemp()) / "junit.xml"
     env = dict(os.environ, SWECL_TEST_FLAGS=" ".join(forced))
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "tests"), "-q", "-p", "no:cacheprovider", f"--junitxml={xml}"]
-    cmd += [
-        "--durations=" + os.environ.get("SWECL_DURATIONS", "15")
-    ]  # the slowest tests named at the end: where the run's time goes
+    # the slowest tests named at the end, where the run's time goes (SWECL_DURATIONS=0: every test)
+    cmd += ["--durations=" + os.environ.get("SWECL_DURATIONS", "15")]
     if workers > 1:  # pytest-xdist: a file's tests stay on one worker, so module fixtures are built once
         cmd += ["-n", str(workers), "--dist", "loadfile"]
     rc = subprocess.call(cmd, cwd=ROOT, env=env)

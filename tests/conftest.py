@@ -1,3 +1,4 @@
+import configparser
 import os
 import subprocess
 import sys
@@ -7,8 +8,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FLAGS = set(os.environ.get("SWECL_TEST_FLAGS", "").split())
-# the notebooks' flags (settings.ini's tst_flags), and docs: the docs site built as `make docs` builds it (CI runs it)
-FLAG_NAMES = ("slow", "docker", "llm", "network", "mirror", "ray", "docs")
+_SETTINGS = configparser.ConfigParser(delimiters=["="])
+_SETTINGS.read(ROOT / "settings.ini")
+# the notebooks' flags, and docs: the docs site built as `make docs` builds it (CI runs it)
+FLAG_NAMES = (*_SETTINGS["DEFAULT"]["tst_flags"].split(), "docs")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -29,14 +29,20 @@ def machine_folders() -> list:
 # %% ../../nbs/base/00c_portable.ipynb #9f92e9ea
 def machine_free(obj, folders: list | None = None):
     "`obj` (text, or lists and dicts of it) with each of this machine's folders replaced by its name."
-    folders = machine_folders() if folders is None else folders
-    if isinstance(obj, str) and folders:
-        # one pass, longest folder first, whole path components only: `/tmp` is not the start of `/tmph2sqqdgc`
-        names = dict(folders)
-        pattern = "|".join(re.escape(f) for f, _ in sorted(folders, key=lambda p: -len(p[0])))
-        return re.sub(f"({pattern})(?![\\w.+-])", lambda m: names[m.group(1)], obj)
+    names = dict(machine_folders() if folders is None else folders)
+    if not names:
+        return obj
+    # one pass, longest folder first, whole path components only: `/tmp` is not the start of `/tmph2sqqdgc`
+    pattern = re.compile("(" + "|".join(re.escape(f) for f in sorted(names, key=len, reverse=True)) + r")(?![\w.+-])")
+    return _each_text(obj, lambda text: pattern.sub(lambda m: names[m.group(1)], text))
+
+
+def _each_text(obj, change):
+    "`obj` with `change` applied to every string in it (in lists and dicts, nested)."
+    if isinstance(obj, str):
+        return change(obj)
     if isinstance(obj, dict):
-        return {k: machine_free(v, folders) for k, v in obj.items()}
+        return {k: _each_text(v, change) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [machine_free(v, folders) for v in obj]
+        return [_each_text(v, change) for v in obj]
     return obj
