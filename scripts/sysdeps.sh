@@ -17,6 +17,9 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v gs >/dev/null 2>&1 || missing+=(ghostscript)  # matplotlib's pdf and eps image comparisons
 command -v inkscape >/dev/null 2>&1 || missing+=(inkscape)  # its svg image comparisons
 for t in autoconf automake libtoolize; do command -v $t >/dev/null 2>&1 || { missing+=(autoconf automake libtool); break; }; done  # FreeType 2.6.1 from its release tag (autogen.sh)
+# matplotlib's specs apt-install TeX: its pgf and usetex tests (PASS_TO_PASS of some tasks) skip without it
+tex=()
+for t in xelatex lualatex dvipng kpsewhich; do command -v $t >/dev/null 2>&1 || { tex=(texlive texlive-latex-extra texlive-fonts-recommended texlive-xetex texlive-luatex cm-super dvipng); break; }; done
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)  # sphinx 7's spec apt-installs it (inheritance diagrams)
 # django's test requirements build pylibmc (libmemcached) and read GeoIP databases (libmaxminddb)
 [ -e /usr/include/libmemcached/memcached.h ] || missing+=(libmemcached-dev)
@@ -41,7 +44,7 @@ gen_locale() {
   grep -q '^en_US.UTF-8 UTF-8' /etc/locale.gen || echo 'en_US.UTF-8 UTF-8' >>/etc/locale.gen
   locale-gen >/dev/null || echo "sysdeps: locale-gen could not generate en_US.UTF-8; django's tests run without it." >&2
 }
-[ ${#missing[@]} -eq 0 ] && [ $need_py39 -eq 0 ] && [ $need_locale -eq 0 ] && exit 0
+[ ${#missing[@]} -eq 0 ] && [ ${#tex[@]} -eq 0 ] && [ $need_py39 -eq 0 ] && [ $need_locale -eq 0 ] && exit 0
 if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   if [ $need_py39 -eq 1 ] && grep -q bookworm /etc/os-release 2>/dev/null; then
     # bullseye beside bookworm, pinned low: only packages asked for by name come from it
@@ -55,8 +58,14 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null \
       || { echo "sysdeps: apt-get could not install ${missing[*]}; install them by hand." >&2; exit 1; }
   fi
+  if [ ${#tex[@]} -gt 0 ]; then  # without recommends: 132 MB, not TeX Live's documentation and every font
+    echo "sysdeps: installing ${tex[*]} with apt-get (no recommends)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${tex[@]}") >/dev/null \
+      || echo "sysdeps: apt-get could not install TeX (${tex[*]}); matplotlib's pgf and usetex tests will skip, and tasks that expect them are labelled system-package." >&2
+  fi
   [ $need_locale -eq 1 ] && echo "sysdeps: generating the en_US.UTF-8 locale" && gen_locale
 else
+  [ ${#tex[@]} -gt 0 ] && echo "sysdeps: no TeX (matplotlib's pgf and usetex tests skip); as root: apt-get install --no-install-recommends ${tex[*]}." >&2
   [ ${#missing[@]} -gt 0 ] && echo "sysdeps: missing ${missing[*]}; install them (e.g. 'sudo apt-get install ${missing[*]}') for the local sandbox and compiled projects; other features still work." >&2
   [ $need_locale -eq 1 ] && echo "sysdeps: no en_US.UTF-8 locale (django's tests run under it); as root: apt-get install locales, uncomment en_US.UTF-8 in /etc/locale.gen, run locale-gen." >&2
   [ $need_py39 -eq 1 ] && echo "sysdeps: no Python 3.9 (the spec Python of sympy, sphinx, pytest and astropy); install one, e.g. 'pyenv install 3.9' or Debian bullseye's python3.9, else those tasks run on the closest Python and say so." >&2

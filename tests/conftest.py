@@ -10,8 +10,13 @@ ROOT = Path(__file__).resolve().parent.parent
 FLAGS = set(os.environ.get("SWECL_TEST_FLAGS", "").split())
 _SETTINGS = configparser.ConfigParser(delimiters=["="])
 _SETTINGS.read(ROOT / "settings.ini")
-# the notebooks' flags, and docs: the docs site built as `make docs` builds it (CI runs it)
+# the notebooks' flags (thorough among them), and docs: the docs site built as `make docs` builds it (CI runs both)
 FLAG_NAMES = (*_SETTINGS["DEFAULT"]["tst_flags"].split(), "docs")
+
+
+def first_by_default(values):
+    "Parameters for a family of attack variants: the first runs in every `make test`, the rest under the thorough flag."
+    return [v if i == 0 else pytest.param(v, marks=pytest.mark.thorough) for i, v in enumerate(values)]
 
 
 def pytest_collection_modifyitems(config, items):

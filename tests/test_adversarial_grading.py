@@ -7,6 +7,7 @@ guarded result is not an accident of a broken attack.
 """
 
 import pytest
+from conftest import first_by_default
 
 from swecl.grading import grading
 from swecl.grading.guard import env_changes, env_state, guard_tree, tree_changes, untracked
@@ -122,7 +123,7 @@ def unguarded(monkeypatch):
     monkeypatch.setattr(grading, "run_witnessed", lambda s, cmd, n: (s.run(cmd, max_output=n), None))
 
 
-@pytest.mark.parametrize("name", list(ATTACKS))
+@pytest.mark.parametrize("name", first_by_default(ATTACKS))
 def test_attack_is_not_resolved_and_flagged(name):
     patch, path, _ = ATTACKS[name]
     g = grading.grade(TASK, patch, SB)
@@ -132,14 +133,16 @@ def test_attack_is_not_resolved_and_flagged(name):
     assert g.record()["suspicious"] == g.suspicious
 
 
-@pytest.mark.parametrize("name", [n for n, (_, _, works) in ATTACKS.items() if works])
+@pytest.mark.parametrize("name", first_by_default(n for n, (_, _, works) in ATTACKS.items() if works))
 def test_attack_works_without_the_guard(name, monkeypatch):
     unguarded(monkeypatch)
     g = grading.grade(TASK, ATTACKS[name][0], SB)
     assert g.resolved and g.suspicious == [], (name, g)
 
 
-@pytest.mark.parametrize("name", ["conftest at the root", "pytest.ini -p plugin", "module shadowing pytest"])
+@pytest.mark.parametrize(
+    "name", first_by_default(["conftest at the root", "pytest.ini -p plugin", "module shadowing pytest"])
+)
 def test_attack_with_the_real_fix_still_resolves(name):
     g = grading.grade(TASK, TASK.patch + ATTACKS[name][0], SB)
     assert g.resolved and g.suspicious, g
@@ -171,7 +174,7 @@ def test_install_time_startup_file_is_named():
     assert not g.resolved and not g.f2p_resolved
 
 
-@pytest.mark.parametrize("task", MINI.tasks, ids=lambda t: t.instance_id)
+@pytest.mark.parametrize("task", first_by_default(MINI.tasks), ids=lambda t: t.instance_id)
 def test_gold_and_empty_are_unchanged(task):
     g = grading.grade(task, task.patch, SB)
     assert g.resolved and g.suspicious == [] and g.error is None, g

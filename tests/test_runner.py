@@ -68,6 +68,7 @@ def test_run_plan_in_parallel_processes(swecl_bin, tmp_path):
     assert changed.returncode == 1 and "different configuration (max_steps)" in changed.stdout
 
 
+@pytest.mark.thorough  # nbs/runs/11e_notebook_engine.ipynb runs the same notebook through papermill in every run
 def test_run_cell_notebook_with_papermill(tmp_path):
     import papermill as pm
 

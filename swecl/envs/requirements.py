@@ -95,8 +95,10 @@ LEGACY_CLAUSE = re.compile(r"\s*,?\s*(?:[<>]=?|[!=~]=)\s*[A-Za-z]\w*(?=\s*(?:[,;
 
 # %% ../../nbs/envs/03g_requirements.ipynb #33ad7eda
 def split_pins(reqs: list) -> tuple[list, list]:
-    "Exact pins (`name==x`) and the rest (resolved as of the task's date)."
-    reqs = [re.sub(r"\s+#.*$", "", r).strip() for r in reqs if r.strip() and not r.strip().startswith("#")]
+    "Exact pins (`name==x`) and the rest (resolved as of the task's date); comments and pip's option lines go."
+    # an option line is no requirement: uv refuses matplotlib 3.3's `--prefer-binary` as a package (its resolver
+    # has no such preference to give)
+    reqs = [re.sub(r"\s+#.*$", "", r).strip() for r in reqs if r.strip() and not r.strip().startswith(("#", "-"))]
     reqs = [LEGACY_CLAUSE.sub("", r) for r in reqs]
     pinned = [r for r in reqs if re.match(r"^[A-Za-z0-9_.\-\[\],]+==[^,;]+$", r)]
     return pinned, [r for r in reqs if r not in pinned]

@@ -54,6 +54,8 @@ SYSTEM_SIGNS = (
     r"No such file or directory: '/(usr|bin|opt)/",
     r"because (Ghostscript|Inkscape) is not installed",  # matplotlib's pdf/eps/svg comparisons
     r'graphviz "dot" is not available',  # sphinx's inheritance diagrams
+    r"(?:xe|lua|pdf)latex \+ pgf is required",  # matplotlib's pgf tests skip without the spec's texlive
+    r"This test needs a TeX installation",  # and its usetex tests
 )
 DEPENDENCY_SIGNS = (r"ModuleNotFoundError: ", r"No module named ")
 
