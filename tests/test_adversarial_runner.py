@@ -291,7 +291,7 @@ def kill_and_wait(parent: subprocess.Popen, children: list) -> float:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_grading_workers_die_with_a_killed_validate(swecl_bin, tmp_path):
     "`swecl validate --workers 2` killed with -9: its worker processes (and their queue's manager) go with it."
-    parent = subprocess.Popen([swecl_bin, "validate", "--dataset", "mini", "--workers", "2", "--logs", str(tmp_path)],
+    parent = subprocess.Popen([swecl_bin, "validate", "--dataset", "mini", "--workers", "2", "--no-cache", "--logs", str(tmp_path)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     leftovers = set()
     try:

@@ -13,7 +13,16 @@ from tabulate import tabulate
 from ..base.core import InputFileError, read_regular
 from ..base.portable import machine_free
 from .base import UsageError, arg, command, write_json, write_text
-from .tasks import COMPAT_HELP, NO_TESTBEDS_HELP, PARALLEL_ARGS, SANDBOX_HELP, parallel_options
+from swecl.cli.tasks import (
+    CACHED_WHY,
+    COMPAT_HELP,
+    GRADE_CACHE_ARGS,
+    NO_TESTBEDS_HELP,
+    PARALLEL_ARGS,
+    SANDBOX_HELP,
+    grade_cache,
+    parallel_options,
+)
 from ..grading import regrade, validation
 from ..grading.grading import parse_log
 from ..grading.official import disagreement_evidence, official_log, read_official, test_differences, test_output
@@ -106,6 +115,7 @@ REGRADE_ARGS = (
     arg("--compat", action="store_true", help=COMPAT_HELP),
     arg("--no-testbeds", action="store_true", help=NO_TESTBEDS_HELP),
     *PARALLEL_ARGS,
+    *GRADE_CACHE_ARGS,
     arg("--merge", nargs="+", metavar="JSON", help="grade nothing: the records of earlier regrade --json files"),
     arg(
         "--title", default="Recorded predictions graded by swecl", help="the heading of --out and of the report section"
@@ -155,12 +165,15 @@ def cmd_regrade(a):
         records = list({r["instance_id"]: r for f in a.merge for r in saved_records(f)}.values())
     else:
         sandbox = sandbox_for(a.sandbox, b, compat=a.compat, timeout=a.timeout, testbeds=not a.no_testbeds)
-        records = regrade.grade_predictions(tasks, preds, sandbox, Path(a.logs) if a.logs else None, **how)
+        logs = Path(a.logs) if a.logs else None
+        records = regrade.grade_predictions(tasks, preds, sandbox, logs, cache=grade_cache(a), **how)
     gradable, why = gradable_set(a.gradable, a.dataset)
     outside = len(set(preds) - {t.instance_id for t in b.tasks})
     note = f"{len(records)} predictions graded from {Path(a.predictions).name}; {why}." + (
         f" {outside} predictions name tasks not in {a.dataset}." if outside else ""
     )
+    if cached := sum(bool(r.get("cached")) for r in records):  # merged records keep their word
+        note += f" {cached} verdicts read from the grade cache: {CACHED_WHY}."
     tables = regrade_tables(records, gradable, theirs, preds, {t.instance_id: t.patch for t in b.tasks})
     if a.official_logs:
         tables["disagreements"] = with_official_logs(tables["disagreements"], b.tasks, records, a.official_logs)

@@ -21,6 +21,7 @@ from ..base.core import MAX_INPUT_BYTES, read_regular
 from .base import DATASET_HELP, UsageError, arg, command, write_json, write_text
 from ..envs.envcache import env_inventory, prune_envs, usage_by_repo
 from ..grading import validation
+from ..grading.gradecache import GradeCache
 from ..grading.parallel import ENGINES
 from ..models.model_base import TimeBudget, model_spec
 from ..models.models import make_model
@@ -30,11 +31,11 @@ from ..tasks import datasets
 from ..tasks.selection import load_tasks
 
 # %% auto #0
-__all__ = ['COMPAT_HELP', 'NO_TESTBEDS_HELP', 'PARALLEL_ARGS', 'SANDBOX_HELP', 'TIMING_SPLIT', 'VALIDATE_ARGS', 'SANDBOX_ARGS',
-           'SOLVE_ARGS', 'ENVS_ARGS', 'CACHE_ARGS', 'parallel_options', 'read_records', 'timing_line', 'env_cache_line',
-           'validation_summary', 'validation_records', 'validation_tables', 'cmd_validate', 'cmd_sandbox',
-           'solve_summary', 'infra_line', 'solve_one', 'cmd_solve', 'gigabytes', 'status_table', 'cache_totals',
-           'env_list', 'prune_line', 'cmd_envs', 'cmd_cache']
+__all__ = ['COMPAT_HELP', 'NO_TESTBEDS_HELP', 'PARALLEL_ARGS', 'GRADE_CACHE_ARGS', 'SANDBOX_HELP', 'TIMING_SPLIT', 'CACHED_WHY',
+           'VALIDATE_ARGS', 'SANDBOX_ARGS', 'SOLVE_ARGS', 'ENVS_ARGS', 'CACHE_ARGS', 'parallel_options', 'grade_cache',
+           'read_records', 'timing_line', 'env_cache_line', 'validation_summary', 'validation_records',
+           'validation_tables', 'cmd_validate', 'cmd_sandbox', 'solve_summary', 'infra_line', 'solve_one', 'cmd_solve',
+           'gigabytes', 'status_table', 'cache_totals', 'env_list', 'prune_line', 'cmd_envs', 'cmd_cache']
 
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #56557eb0
 COMPAT_HELP = "run in the env with the compatibility layer, which lets old test suites run on a newer host Python (the same env for every command given --compat, recorded with each result)"
@@ -72,6 +73,20 @@ def parallel_options(a) -> dict:
     return {"workers": a.workers, "engine": a.engine}
 
 
+GRADE_CACHE_ARGS = (
+    arg(
+        "--no-cache",
+        action="store_true",
+        help="grade every task again; by default a verdict reached before for the same task, patch, sandbox and grading code is read back (the grade cache), so a stopped run resumes where it was",
+    ),
+)
+
+
+def grade_cache(a) -> GradeCache | None:
+    "The grade cache `validate` and `regrade` read and fill; None with `--no-cache`."
+    return None if a.no_cache else GradeCache()
+
+
 SANDBOX_HELP = "where commands run: local (bubblewrap, a one-commit working copy, no network), local-unsafe (no isolation) or docker (SWE-bench instance images)"
 
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #d8aba00d
@@ -96,8 +111,8 @@ TIMING_SPLIT = {"env": "env builds and waits for them", "testbed": "working copi
 
 
 def timing_line(records: list) -> str | None:
-    "Wall time of the gradings: setup (env builds included, the first of each env) and tests, median and max, and in all."
-    secs = [r.get("seconds") or {} for r in records]
+    "Wall time of the gradings done now (not read from the grade cache): setup (env builds included, the first of each env) and tests, median and max, and in all."
+    secs = [r.get("seconds") or {} for r in records if not r.get("cached")]  # a cached verdict took no time now
     setup, tests = [s["setup"] for s in secs if "setup" in s], [s["tests"] for s in secs if "tests" in s]
     if not setup:
         return None
@@ -116,6 +131,9 @@ def env_cache_line(usage: dict) -> str | None:
     return "env cache: " + ", ".join(f"{k} {v / 1e9:.2f} GB" for k, v in sorted(usage.items())) if usage else None
 
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #a6c85aa0
+CACHED_WHY = "graded before with the same task, patch, sandbox and grading code (--no-cache grades them again)"
+
+
 def validation_summary(records: list, rows: list, joined: list) -> list:
     "The summary lines of a validation: per grading (when `rows` were graded now) and per instance (when `joined`)."
     lines = []
@@ -125,6 +143,8 @@ def validation_summary(records: list, rows: list, joined: list) -> list:
         lines.append(
             f"{len(records)} gradings: {len(records) - bad - labelled} as expected, {bad} unexpected, {labelled} labelled with an infrastructure reason"
         )
+    if cached := sum(bool(r.get("cached")) for r in records):
+        lines.append(f"{cached} of {len(records)} verdicts read from the grade cache: {CACHED_WHY}")
     if joined:
         t = joined[-1]
         lines.append(
@@ -153,7 +173,8 @@ def validation_records(a) -> tuple:
         sandbox_for(a.sandbox, b, compat=a.compat, timeout=a.timeout, testbeds=not a.no_testbeds),
         validation.resolved_definition(b.name),
     )
-    return validation.validate_policies(tasks, sandbox, policies, a.logs, definition=definition, **how)
+    cache = grade_cache(a)
+    return validation.validate_policies(tasks, sandbox, policies, a.logs, definition=definition, cache=cache, **how)
 
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #7eba76e3
 def validation_tables(records: list, rows: list, merged: bool = False) -> tuple:
@@ -187,6 +208,7 @@ VALIDATE_ARGS = (
     arg("--compat", action="store_true", help=COMPAT_HELP),
     arg("--no-testbeds", action="store_true", help=NO_TESTBEDS_HELP),
     *PARALLEL_ARGS,
+    *GRADE_CACHE_ARGS,
     arg("--gradable", metavar="JSON", help="write the gradable ids and, for each other task, its label and evidence"),
     arg(
         "--onto",

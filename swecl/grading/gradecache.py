@@ -17,7 +17,8 @@ from ..base.schema import Task
 from .grading import Grade, grade
 
 # %% auto #0
-__all__ = ['PACKAGE_DIR', 'VERDICT_PACKAGES', 'CACHE_NOTE', 'code_fingerprint', 'sandbox_identity', 'grade_key', 'GradeCache']
+__all__ = ['PACKAGE_DIR', 'VERDICT_PACKAGES', 'CACHE_NOTE', 'code_fingerprint', 'sandbox_identity', 'grade_key', 'GradeCache',
+           'from_cache']
 
 # %% ../../nbs/grading/04f_gradecache.ipynb #c306ee77
 PACKAGE_DIR = package_file().parent  # swecl/: package_file() is swecl/data
@@ -105,3 +106,8 @@ class GradeCache:
         if g.error is None:  # infrastructure errors are retried next time, never stored
             self.write(key, g)
         return g
+
+# %% ../../nbs/grading/04f_gradecache.ipynb #a1c0f3e5b7d94c21
+def from_cache(g: Grade) -> bool:
+    "Was `g` read back from a grade cache rather than graded now (its note says so)?"
+    return any(n.startswith(CACHE_NOTE.split(" (")[0]) for n in g.notes)

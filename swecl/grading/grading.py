@@ -36,7 +36,7 @@ from swecl.grading.guard import (
     untracked,
 )
 from .testids import missed_statuses, readable_log, with_id_spellings
-from .witness import Witness, run_witnessed, witness_findings
+from .witness import PASSING, Witness, run_witnessed, witness_findings
 from ..sandbox.isolation import RunResult
 from ..sandbox.sandbox import Session
 from ..tasks.mini import MINI_DIR
@@ -47,8 +47,8 @@ __all__ = ['APPLY_METHODS', 'TEST_LOG_CHARS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPEN
            'mini_test_cmd', 'is_mini', 'base_test_command', 'test_command', 'tox_direct', 'session_test_command',
            'parse_log', 'test_report', 'patch_files', 'apply_patch', 'refuse', 'apply_step', 'prepare_tests',
            'reset_test_files', 'apply_test_patch', 'run_tests', 'adds_dependency', 'mark_infra', 'no_results_verdict',
-           'count_results', 'host_label', 'verdict', 'distrust', 'run_ids', 'witness_check', 'test_step',
-           'grade_session', 'grade']
+           'count_results', 'host_label', 'verdict', 'distrust', 'run_ids', 'namesake_status', 'witness_check',
+           'test_step', 'grade_session', 'grade']
 
 # %% ../../nbs/grading/04_grading.ipynb #7afc4b20
 swebench_grading = lazy_module("swebench.harness.grading")
@@ -417,6 +417,16 @@ def run_ids(task: Task, ids: list) -> list:
     runs = lambda path: not dirs or any(path == d or path.startswith(d + "/") for d in dirs)
     return [i for i in ids if "::" not in i or runs(i.split("::", 1)[0])]
 
+# %% ../../nbs/grading/04_grading.ipynb #6b2f0c1d9e8a4f70
+def namesake_status(task: Task, test_id: str, lines: list) -> str | None:
+    """A passing status the witness saw under `test_id` when several tests read as it. SWE-bench's parser cuts a pytest
+    id at its first space, so matplotlib's `test_savefig_to_stringio[ps with distiller=...]` variants are one id: the
+    log's PASSED line of one and the witness's SKIPPED line of another are no contradiction."""
+    mine = [line for line in lines if test_id in line]
+    if len(mine) < 2:
+        return None
+    return next((st for line in mine if (st := parse_log(task, line).get(test_id)) in PASSING), None)
+
 # %% ../../nbs/grading/04_grading.ipynb #7a1c0e01
 def witness_check(task: Task, statuses: dict, w: Witness | None) -> tuple[list, list]:
     "The witness's (contradictions, flags) on a run's log statuses (none when the runner ran without it); a FAIL_TO_PASS\n    id the witness cannot see (`run_ids`) is a flag."
@@ -424,6 +434,9 @@ def witness_check(task: Task, statuses: dict, w: Witness | None) -> tuple[list, 
         return [], []
     seen = parse_log(task, "\n".join(w.lines))  # the witness's lines, through the same parser as the log
     checked = run_ids(task, task.FAIL_TO_PASS + task.PASS_TO_PASS)
+    for t in checked:  # the log's line was a namesake's (ids cut at a space): that test passed
+        if statuses.get(t) in PASSING and seen.get(t) not in PASSING and (st := namesake_status(task, t, w.lines)):
+            seen[t] = st
     contradictions, flags = witness_findings(w, statuses, seen, checked)
     unseen = [t for t in task.FAIL_TO_PASS if t not in checked]  # none in SWE-bench today: a log line could fake one
     return contradictions, flags + [

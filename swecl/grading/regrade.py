@@ -10,6 +10,7 @@ import re
 
 from ..base.core import InputFileError, read_regular, wilson
 from ..base.labels import counted_verdict
+from .gradecache import GradeCache, from_cache
 from .grading import grade
 from .parallel import grade_jobs
 from ..models.model_base import ModelError, read_replay
@@ -53,16 +54,28 @@ def read_predictions(path, condition: str | None = None) -> dict:
 
 # %% ../../nbs/grading/04d_regrade.ipynb #0ce3a393
 def grade_predictions(
-    tasks: list, preds: dict, sandbox, log_dir=None, progress: bool = True, workers: int = 1, engine: str = "local"
+    tasks: list,
+    preds: dict,
+    sandbox,
+    log_dir=None,
+    progress: bool = True,
+    workers: int = 1,
+    engine: str = "local",
+    cache: GradeCache | None = None,
 ) -> list:
-    "One record per task that has a prediction: repository, `Grade.record()` with policy `model`, the expected tests' statuses; `workers` at once (`grading.parallel`)."
+    "One record per task that has a prediction: repository, `Grade.record()` with policy `model`, the expected tests' statuses; `workers` at once (`grading.parallel`), through `cache` if given."
     todo = [t for t in tasks if t.instance_id in preds]
     jobs = [(t, preds[t.instance_id]) for t in todo]
     out = []
-    for t, g in zip(todo, grade_jobs(jobs, sandbox, grade, log_dir, workers, engine, progress, "regrade")):
+    for t, g in zip(
+        todo, grade_jobs(jobs, sandbox, cache.grade if cache else grade, log_dir, workers, engine, progress, "regrade")
+    ):
         empty = not preds[t.instance_id].strip()
         statuses = {k: g.statuses.get(k, "no status") for k in t.FAIL_TO_PASS + t.PASS_TO_PASS}
-        out.append({"policy": "model", "repo": t.repo, "empty_patch": empty} | g.record() | {"statuses": statuses})
+        cached = {"cached": True} if from_cache(g) else {}
+        out.append(
+            {"policy": "model", "repo": t.repo, "empty_patch": empty} | g.record() | cached | {"statuses": statuses}
+        )
     return out
 
 # %% ../../nbs/grading/04d_regrade.ipynb #dc0b3f2f

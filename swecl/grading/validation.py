@@ -16,7 +16,7 @@ from ..base.labels import Label
 from ..base.portable import machine_free
 from ..base.schema import Task
 from .evidence import known_defects
-from .gradecache import GradeCache
+from .gradecache import GradeCache, from_cache
 from .grading import Grade, grade
 from .parallel import grade_jobs
 from ..tasks.datasets import KNOWN
@@ -187,7 +187,7 @@ def validate_policies(
     workers: int = 1,
     engine: str = "local",
 ) -> tuple[list, list]:
-    "(records, table rows): one JSON record per grading (policy, repo, definition, `Grade.record()`, `twin_of`) and rows per repository."
+    "(records, table rows): one JSON record per grading (policy, repo, definition, `Grade.record()`, `cached` when read from `cache`, `twin_of`) and rows per repository."
     records, rows, tw = [], [], twins(tasks)
     for pol in policies:
         logs = Path(log_dir) / pol if log_dir else None
@@ -198,6 +198,7 @@ def validate_policies(
         records += [
             {"policy": pol, "repo": t.repo, "definition": definition}
             | g.record()
+            | ({"cached": True} if from_cache(g) else {})
             | ({"twin_of": tw[t.instance_id]} if t.instance_id in tw else {})
             for t, g in zip(tasks, grades)
         ]

@@ -32,9 +32,9 @@ from ..base.core import SandboxError
 from ..base.labels import Label
 
 # %% auto #0
-__all__ = ['SANDBOX_ENV', 'SECRET_MARKERS', 'SANDBOX_UID', 'BWRAP_ARGS', 'TARPIT_ROUTES', 'DROP_PRIVILEGES', 'CLONE_NEWUSER',
-           'SECCOMP_ARCHES', 'BPF_LD', 'BPF_JEQ', 'BPF_JGE', 'BPF_JSET', 'BPF_RET', 'ALLOW', 'EPERM', 'ENOSYS',
-           'CPU_GRACE', 'CONTROLLERS', 'CGROUP_FILES', 'BWRAP_TASKS', 'UTF8_CONTINUATION', 'LIBC', 'Limits',
+__all__ = ['SANDBOX_ENV', 'SECRET_MARKERS', 'SANDBOX_UID', 'BWRAP_ARGS', 'HOST_DATA', 'TARPIT_ROUTES', 'DROP_PRIVILEGES',
+           'CLONE_NEWUSER', 'SECCOMP_ARCHES', 'BPF_LD', 'BPF_JEQ', 'BPF_JGE', 'BPF_JSET', 'BPF_RET', 'ALLOW', 'EPERM',
+           'ENOSYS', 'CPU_GRACE', 'CONTROLLERS', 'CGROUP_FILES', 'BWRAP_TASKS', 'UTF8_CONTINUATION', 'LIBC', 'Limits',
            'limits_for', 'RunResult', 'scrubbed_env', 'as_root', 'sandbox_uid', 'nproc_of', 'chown_tree', 'mount_ro',
            'bwrap_path', 'scratch_args', 'system_binds', 'ip_path', 'privilege_drop', 'arch_block', 'userns_filter',
            'filter_fd', 'bwrap_argv', 'command_argv', 'set_limits', 'cgroup_dirs', 'remove_cgroup', 'CommandCgroup',
@@ -144,8 +144,11 @@ def scratch_args(limits: Limits) -> list:
     ]  # fmt: skip
 
 # %% ../../nbs/sandbox/03h_isolation.ipynb #2a44144f
+HOST_DATA = ("/var/lib/texmf",)  # TeX Live's formats and file database, which Debian keeps outside /usr
+
+
 def system_binds() -> list:
-    "bwrap arguments for the host's /bin, /lib, /lib64 and /sbin: the same symlink, or a read-only bind."
+    "bwrap arguments for the host's /bin, /lib, /lib64 and /sbin (the same symlink, or a read-only bind) and its data of `HOST_DATA`."
     a = []
     for d in ("bin", "lib", "lib64", "sbin"):
         p = Path("/") / d
@@ -153,6 +156,8 @@ def system_binds() -> list:
             a += ["--symlink", os.readlink(p), str(p)]
         elif p.exists():
             a += ["--ro-bind", str(p), str(p)]
+    for d in HOST_DATA:  # matplotlib's pgf and usetex tests run xelatex, which cannot start without its formats
+        a += mount_ro(d) if Path(d).is_dir() else []
     return a
 
 # %% ../../nbs/sandbox/03h_isolation.ipynb #447d9216
