@@ -25,6 +25,7 @@ def validate_plan(plan: dict, bench, exp: Path, progress: bool = True) -> dict:
     recs, rows = validate_policies(
         bench.tasks, sandbox_for(sandbox, bench), log_dir=logs, progress=progress, cache=cache
     )
+    recs = [{k: v for k, v in r.items() if k != "cached"} for r in recs]  # one file, graded now or read back
     (exp / "validation.json").write_text(
         json.dumps({"dataset": plan["dataset"], "sandbox": sandbox, "records": recs}, indent=1)
     )
