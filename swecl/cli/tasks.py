@@ -31,7 +31,7 @@ from ..tasks import datasets
 from ..tasks.selection import load_tasks
 
 # %% auto #0
-__all__ = ['COMPAT_HELP', 'NO_TESTBEDS_HELP', 'PARALLEL_ARGS', 'GRADE_CACHE_ARGS', 'SANDBOX_HELP', 'TIMING_SPLIT', 'CACHED_WHY',
+__all__ = ['COMPAT_HELP', 'NO_TESTBEDS_HELP', 'PARALLEL_ARGS', 'SANDBOX_HELP', 'GRADE_CACHE_ARGS', 'TIMING_SPLIT', 'CACHED_WHY',
            'VALIDATE_ARGS', 'SANDBOX_ARGS', 'SOLVE_ARGS', 'ENVS_ARGS', 'CACHE_ARGS', 'parallel_options', 'grade_cache',
            'read_records', 'timing_line', 'env_cache_line', 'validation_summary', 'validation_records',
            'validation_tables', 'cmd_validate', 'cmd_sandbox', 'solve_summary', 'infra_line', 'solve_one', 'cmd_solve',
@@ -73,6 +73,9 @@ def parallel_options(a) -> dict:
     return {"workers": a.workers, "engine": a.engine}
 
 
+SANDBOX_HELP = "where commands run: local (bubblewrap, a one-commit working copy, no network), local-unsafe (no isolation) or docker (SWE-bench instance images)"
+
+# %% ../../nbs/cli/13c_cli_tasks.ipynb #5e1d7c2a0b3f4e62
 GRADE_CACHE_ARGS = (
     arg(
         "--no-cache",
@@ -85,9 +88,6 @@ GRADE_CACHE_ARGS = (
 def grade_cache(a) -> GradeCache | None:
     "The grade cache `validate` and `regrade` read and fill; None with `--no-cache`."
     return None if a.no_cache else GradeCache()
-
-
-SANDBOX_HELP = "where commands run: local (bubblewrap, a one-commit working copy, no network), local-unsafe (no isolation) or docker (SWE-bench instance images)"
 
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #d8aba00d
 def read_records(paths: list) -> list:

@@ -261,14 +261,15 @@ def command_argv(
 CPU_GRACE = 5  # seconds between the CPU limit's SIGXCPU (exit 152: labelled) and the kernel's SIGKILL
 
 # %% ../../nbs/sandbox/03h_isolation.ipynb #b2346ca6
-def set_limits(limits: Limits, nproc_base: int):
+def set_limits(limits: Limits, nproc_base: int | None):
     "Set the rlimits of `limits` on the calling process (a command's child, before it runs the command)."
     L = limits
     resource.setrlimit(resource.RLIMIT_CPU, (L.cpu_seconds, L.cpu_seconds + CPU_GRACE))  # SIGXCPU first, not SIGKILL
     resource.setrlimit(resource.RLIMIT_AS, (L.memory_mb << 20, L.memory_mb << 20))
     resource.setrlimit(resource.RLIMIT_FSIZE, (L.file_size_mb << 20, L.file_size_mb << 20))
-    n = nproc_base + L.processes
-    resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
+    if nproc_base is not None:  # None: the command's own cgroup counts its processes (pids.max)
+        n = nproc_base + L.processes
+        resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
 
 # %% ../../nbs/sandbox/03h_isolation.ipynb #65934708
 CONTROLLERS = ("memory", "pids")
@@ -489,7 +490,9 @@ def wait_until(p: subprocess.Popen, reader: threading.Thread, deadline: float, w
 def _start(argv: list, cwd: Path, env: dict, limits: Limits, input: str | None, cap: OutputCap, group=None, fds=()):
     "(process, reader): `argv` started in its own session, cgroup `group` and rlimits; threads feed and drain it."
     pipes = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    limit = partial(set_limits, limits, nproc_of(sandbox_uid()))
+    # the per-user process rlimit counts every sandbox's processes (all run as one user): a fork bomb in one grading
+    # would make a concurrent grading's forks fail. A command in its own cgroup is bounded by its pids.max instead.
+    limit = partial(set_limits, limits, None if group else nproc_of(sandbox_uid()))
     pre = (lambda: (group.join(), limit())) if group else limit
     p = subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True, preexec_fn=pre, pass_fds=fds, **pipes)
     threading.Thread(target=send_input, args=(p.stdin, input), daemon=True).start()
