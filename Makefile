@@ -5,7 +5,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-FIND_LINKS := $(foreach d,$(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)),--find-links $(d))
+# expanded only when the install recipe runs (not on every make): pip is asked for its find-links then
+FIND_LINKS = $(foreach d,$(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)),--find-links $(d))
 # Offline data folder beside the checkout (development and CI); an explicit SWECL_DATA_DIR wins.
 SHARED_DATA := $(abspath ../shared/data)
 export SWECL_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/swe-bench-verified.jsonl),$(SHARED_DATA),)

@@ -53,14 +53,15 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     printf 'Package: *\nPin: release n=bullseye\nPin-Priority: 100\n' >/etc/apt/preferences.d/swecl-bullseye
     missing+=(python3.9 python3.9-dev)
   fi
+  [ ${#missing[@]} -gt 0 ] || [ ${#tex[@]} -gt 0 ] && { apt-get update -qq >/dev/null || true; }  # once, for both installs
   if [ ${#missing[@]} -gt 0 ]; then
     echo "sysdeps: installing ${missing[*]} with apt-get"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null \
+    (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null \
       || { echo "sysdeps: apt-get could not install ${missing[*]}; install them by hand." >&2; exit 1; }
   fi
   if [ ${#tex[@]} -gt 0 ]; then  # without recommends: 132 MB, not TeX Live's documentation and every font
     echo "sysdeps: installing ${tex[*]} with apt-get (no recommends)"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${tex[@]}") >/dev/null \
+    (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${tex[@]}") >/dev/null \
       || echo "sysdeps: apt-get could not install TeX (${tex[*]}); matplotlib's pgf and usetex tests will skip, and tasks that expect them are labelled system-package." >&2
   fi
   [ $need_locale -eq 1 ] && echo "sysdeps: generating the en_US.UTF-8 locale" && gen_locale
