@@ -100,9 +100,10 @@ def _build_mini(tmp: Path):
 
 # %% ../../nbs/envs/03b_envs.ipynb #52cc548d
 def mini_env(version: str = "0.1") -> Env:
-    "The cached environment of the mini benchmark: a venv with the harness's pytest copied in."
+    "The cached environment of the mini benchmark: a venv with the harness's pytest copied in, compiled to bytecode."
     tag = f"pytest{metadata.version('pytest')}"  # a new harness pytest gets a new env
     path = venvs.atomic_dir(cache_dir() / "envs" / f"mini-{version}-py{venvs.host_python()}-{tag}", _build_mini)
+    venvs.compile_bytecode(path)  # the sandbox mounts it read-only: else every pytest start compiles pytest again
     return Env(path, venvs.host_python(), variables={"PYTHONPATH": "/testbed/src"}, binds=venvs.home_of(path))
 
 # %% ../../nbs/envs/03b_envs.ipynb #00c51242
