@@ -12,20 +12,23 @@ SHARED_DATA := $(abspath ../shared/data)
 export SWECL_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/swe-bench-verified.jsonl),$(SHARED_DATA),)
 export MPLBACKEND ?= Agg
 export TOKENIZERS_PARALLELISM ?= false
+# .venv's modules are compiled to bytecode at their first import and kept: where the machine sets
+# PYTHONDONTWRITEBYTECODE, every process would compile everything it imports again (sandboxed commands set their own)
+export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: run test lint install sysdeps export clean-venv docs docker-engine docker-engine-stop local-llm lab
 
 $(STAMP): settings.ini setup.py pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@# uv (a dependency of swecl anyway) installs: parallel downloads, installs and bytecode compiles, where pip took
-	@# minutes. torch first, pinned: an unpinned torch pulls a multi-GB CUDA build; pip's find-links (a local CPU wheel)
-	@# are passed on, as uv does not read pip's settings (torch: 50 s with uv, 87 s with pip, on a loaded machine).
-	@# Bytecode is compiled now, once: where PYTHONDONTWRITEBYTECODE is set, every test process would otherwise compile
-	@# what it imports again. Where uv cannot reach an index pip is configured for, pip does it.
+	@# uv (a dependency of swecl anyway) installs: parallel downloads and installs, where pip took minutes. torch
+	@# first, pinned: an unpinned torch pulls a multi-GB CUDA build; pip's find-links (a local CPU wheel) are passed on,
+	@# as uv does not read pip's settings. No bytecode is compiled here (torch's alone took 47 s, the rest 96 s, on a
+	@# loaded machine): Python compiles what is imported, once (see PYTHONDONTWRITEBYTECODE above). Where uv cannot
+	@# reach an index pip is configured for, pip does it.
 	$(BIN)/python -m pip install -q uv
-	$(BIN)/uv pip install --python $(BIN)/python -q --compile-bytecode $(FIND_LINKS) torch==2.13.0 \
+	$(BIN)/uv pip install --python $(BIN)/python -q $(FIND_LINKS) torch==2.13.0 \
 		|| { echo "uv could not install torch; installing it with pip"; $(BIN)/python -m pip install -q torch==2.13.0; }
-	$(BIN)/uv pip install --python $(BIN)/python -q --compile-bytecode $(FIND_LINKS) -e ".[dev,memory,llm]" \
+	$(BIN)/uv pip install --python $(BIN)/python -q $(FIND_LINKS) -e ".[dev,memory,llm]" \
 		|| { echo "uv could not install the project's dependencies; installing them with pip"; \
 		     $(BIN)/python -m pip install -q -e ".[dev,memory,llm]"; }
 	@touch $@
