@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from swecl.cli.app import main
 
 MINI_ID = "swecl-mini__textkit-1"
-# the fuzzed command lines: a deterministic 100 by default, 300 with the slow flag (the same strategy, searched deeper)
-N_COMMAND_LINES = 300 if "slow" in FLAGS else 100
+# the fuzzed command lines: a deterministic 50 in every run, 300 with the slow or thorough flag (the same strategy, searched deeper)
+N_COMMAND_LINES = 300 if FLAGS & {"slow", "thorough"} else 50
 
 
 def cli(*argv) -> tuple:
