@@ -5,13 +5,17 @@
 # %% ../../nbs/base/00b_lazy.ipynb #8dd0d8092fe74a7c96281538738b07e2
 from __future__ import annotations
 
+import contextlib
 import importlib
+import importlib.util
 import logging
 import sys
+import threading
 import types
 
 # %% auto #0
-__all__ = ['lazy_names', 'import_quietly', 'LazyModule', 'lazy_module']
+__all__ = ['BARE_PACKAGES', 'DEFERRED_NAMES', 'lazy_names', 'Deferred', 'bare_package', 'deferred_modules', 'import_quietly',
+           'LazyModule', 'lazy_module']
 
 # %% ../../nbs/base/00b_lazy.ipynb #8edb47106e1a46a883d545849b8ab81b
 def lazy_names(package: str, modules: tuple) -> tuple:
@@ -38,13 +42,68 @@ def lazy_names(package: str, modules: tuple) -> tuple:
 
     return __getattr__, __dir__
 
+# %% ../../nbs/base/00b_lazy.ipynb #a1e0b7d2
+# SWE-bench's package `__init__`s import its whole harness (docker, modal, pandas), and `harness.utils` imports
+# `datasets` (3 s on this machine) for loaders swecl never calls: every process that grades paid about 4 s for it.
+# A module of SWE-bench is imported with those packages bare and those names deferred.
+BARE_PACKAGES = {"swebench": ("swebench", "swebench.harness", "swebench.harness.test_spec")}
+DEFERRED_NAMES = {"swebench": {"datasets": ("Dataset", "load_dataset", "load_from_disk")}}
+_import_lock = threading.RLock()  # one lazy import at a time: no other sees a deferred stand-in
+
+
+class Deferred:
+    "A callable `name` of `module`, imported when it is first called."
+
+    def __init__(self, module: str, name: str):
+        self.module, self.name = module, name
+
+    def __call__(self, *args, **kw):
+        return getattr(importlib.import_module(self.module), self.name)(*args, **kw)
+
+    def __repr__(self):
+        return f"<{self.module}.{self.name}, imported when called>"
+
+
+def bare_package(name: str) -> types.ModuleType:
+    "The package `name` with its path set and its `__init__` not run (a package imported already as it is)."
+    if name not in sys.modules:
+        module = importlib.util.module_from_spec(importlib.util.find_spec(name))  # its parent first: see the callers
+        sys.modules[name] = module
+        parent, _, child = name.rpartition(".")
+        if parent:
+            setattr(sys.modules[parent], child, module)
+    return sys.modules[name]
+
+
+@contextlib.contextmanager
+def deferred_modules(table: dict):
+    "Within: each module of `table` not imported yet is a stand-in whose listed names import it when called."
+    placed = {m: types.ModuleType(m) for m in table if m not in sys.modules}
+    for m, stand_in in placed.items():
+        for n in table[m]:
+            setattr(stand_in, n, Deferred(m, n))
+        sys.modules[m] = stand_in
+    try:
+        yield
+    finally:
+        for m, stand_in in placed.items():
+            if sys.modules.get(m) is stand_in:
+                del sys.modules[m]  # the next `import` of it imports the real module
+
 # %% ../../nbs/base/00b_lazy.ipynb #45687f4b
 def import_quietly(name: str):
-    "Import `name`, leaving the root logger as it was (SWE-bench's `__init__` calls `logging.basicConfig` at INFO)."
+    """Import `name`, leaving the root logger as it was (SWE-bench's `__init__` calls `logging.basicConfig` at INFO); a
+    module of SWE-bench with its packages bare and its deferred names deferred."""
     root = logging.getLogger()
     level, handlers = root.level, list(root.handlers)
+    top = name.split(".")[0]
     try:
-        return importlib.import_module(name)
+        with _import_lock:
+            for package in BARE_PACKAGES.get(top, ()):
+                if name.startswith(package + "."):  # parents first: find_spec of a child imports its parent
+                    bare_package(package)
+            with deferred_modules(DEFERRED_NAMES.get(top, {})):
+                return importlib.import_module(name)
     finally:
         root.setLevel(level)
         root.handlers[:] = handlers
@@ -59,7 +118,7 @@ class LazyModule(types.ModuleType):
         return getattr(module, attr)
 
     def __reduce__(self):  # pickled (cloudpickle, Ray) as the module it stands for
-        return importlib.import_module, (self.__name__,)
+        return import_quietly, (self.__name__,)
 
 
 def lazy_module(name: str):
