@@ -96,7 +96,7 @@ def mirror_candidates(repo: str, folder: Path) -> list[Path]:
 
 # %% ../../nbs/tasks/03d_repos.ipynb #d8432c07
 def _clone(repo: str, mirrors: list) -> Path:
-    "A bare clone of `repo` from GitHub, cached (made once, under a lock); `SandboxError` 'needs-network' if it fails."
+    "A bare clone of `repo` from GitHub, cached (made once, under a lock); `SandboxError` 'missing-repository' if it fails (the harness's, never the patch's)."
     cached = cache_dir() / "repos" / repo.replace("/", "+")
     if (cached / "HEAD").exists():
         return cached
@@ -112,7 +112,7 @@ def _clone(repo: str, mirrors: list) -> Path:
             f"Repository {repo} is not in the mirror folders ({', '.join(map(str, mirrors)) or 'none'}) and "
             f"could not be cloned ({r.stderr.strip()[:120]}); set SWECL_REPO_MIRROR to a folder holding "
             f"{repo.replace('/', '+')} or {repo.replace('/', '__')}.",
-            Label.NEEDS_NETWORK,
+            Label.MISSING_REPOSITORY,
         )
     return cached
 
