@@ -76,7 +76,8 @@ def run_notebooks(forced, only, workers):
     return results
 
 
-def run_pytest(forced, workers):
+def start_pytest(forced, workers):
+    "`pytest tests/` started in the background, its output kept in a file: (process, junit xml path, output file)."
     xml = Path(tempfile.mkdtemp()) / "junit.xml"
     env = dict(os.environ, SWECL_TEST_FLAGS=" ".join(forced))
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "tests"), "-q", "-p", "no:cacheprovider", f"--junitxml={xml}"]
@@ -84,7 +85,17 @@ def run_pytest(forced, workers):
     cmd += ["--durations=" + os.environ.get("SWECL_DURATIONS", "15")]
     if workers > 1:  # pytest-xdist: a file's tests stay on one worker, so module fixtures are built once
         cmd += ["-n", str(workers), "--dist", "loadfile"]
-    rc = subprocess.call(cmd, cwd=ROOT, env=env)
+    out = open(xml.with_name("pytest.out"), "w+")
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT), xml, out
+
+
+def finish_pytest(started):
+    "Wait for the pytest of `start_pytest`, print its output, and count: (passed, failed, skipped)."
+    proc, xml, out = started
+    rc = proc.wait()
+    out.seek(0)
+    sys.stdout.write(out.read())
+    out.close()
     if not xml.exists():
         return 0, 1 if rc not in (0, 5) else 0, rc
     suite = ET.parse(xml).getroot()
@@ -104,14 +115,17 @@ def main():
     a = ap.parse_args()
     forced = a.flags.split()
     t0 = time.time()
+    # pytest runs beside the notebooks, its output shown after theirs: each side's serial stretches (the fork server's
+    # imports, pytest's start, the last files of each) leave a core idle that the other side fills
+    pytest = None if a.no_pytest else start_pytest(forced, a.workers)
     print("notebooks:", flush=True)
     nb = run_notebooks(forced, a.only, a.workers)
     nb_pass = sum(nb.values())
     nb_fail = len(nb) - nb_pass
     py_pass = py_fail = py_skip = 0
-    if not a.no_pytest:
+    if pytest:
         print("pytest:", flush=True)
-        py_pass, py_fail, py_skip = run_pytest(forced, a.workers)
+        py_pass, py_fail, py_skip = finish_pytest(pytest)
     failed_nbs = [k for k, v in nb.items() if not v]
     print(
         f"notebooks: {nb_pass} passed, {nb_fail} failed" + (f" ({', '.join(sorted(failed_nbs))})" if failed_nbs else "")
