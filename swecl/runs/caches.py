@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base.core import DAY, cache_dir, in_use, lru_doomed
+from ..base.core import DAY, cache_dir, lru_doomed
 from ..envs.envcache import env_inventory, remove_env
 from ..sandbox.testbeds import forget
 
@@ -84,16 +84,14 @@ def cache_rows(root: Path | None = None, caches=CACHES, now: float | None = None
 
 # %% ../../nbs/runs/11d_caches.ipynb #25733431
 def remove_entry(e: CacheEntry) -> bool:
-    "Remove one entry; False when it is in use (an env whose lock another process holds)."
+    "Remove one entry; False when it is in use (an env or a testbed whose use lock another process holds)."
     if e.cache == "envs":
         return remove_env(
             e.path.parent, next(x for x in env_inventory(e.path.parent, sizes=False) if x.name == e.path.name)
         )
     if e.cache == "testbeds":
-        if in_use(e.path):  # a session's view of it is open
-            return False
-        forget(e.path.name, e.path.parent)
-    elif e.path.is_dir():
+        return forget(e.path.name, e.path.parent)  # False while a session's view of it is open
+    if e.path.is_dir():
         shutil.rmtree(e.path, ignore_errors=True)
     else:
         e.path.unlink(missing_ok=True)

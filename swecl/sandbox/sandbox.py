@@ -313,7 +313,8 @@ class LocalSandbox:
             )
         self.mirrors = [m for m in (mirrors or []) + [os.environ.get("SWECL_REPO_MIRROR")] if m]
         self.limits, self.unsafe, self.compat = limits or Limits(), unsafe, compat
-        self.testbeds = testbeds  # keep each task's set-up working copy and open views of it (`sandbox.testbeds`)
+        # keep each task's set-up working copy and open views of it (`sandbox.testbeds`), in `testbeds` if a folder
+        self.testbeds = testbeds
         self.envs = {}  # (instance id, repo, base commit, version) -> its Env, found once
         self.spec_versions = {}  # the same key -> (derived spec version, its notes) of a task that had none
         self.workdir = Path(workdir or tempfile.gettempdir())
@@ -366,8 +367,13 @@ def _prepare(self: LocalSandbox, task: Task, root: Path, cap: str, install: bool
     if not self.testbeds:
         s = self._exported(task, env, root, key, install, cap)
     else:
-        p = prepare(key, lambda folder: self._set_up(task, env, folder, key, install))
-        s = self._open_view(task, env, root, cap, key, p, install and not reinstalls)
+        where = self.testbeds if isinstance(self.testbeds, Path) else None
+        p = prepare(key, lambda folder: self._set_up(task, env, folder, key, install), where)
+        try:
+            s = self._open_view(task, env, root, cap, key, p, install and not reinstalls)
+        except BaseException:
+            p.release()
+            raise
     s.open_seconds = {"env": round(env_seconds, 3), "testbed": round(time.time() - t0 - env_seconds, 3)}
     return s
 
@@ -409,7 +415,8 @@ def _open_view(self: LocalSandbox, task: Task, env: Env, root: Path, cap: str, k
     view = open_view(p, root)
     s = LocalSession(root, env, self.limits, self.unsafe, task, cap, view=view, base=p.meta["base"])
     s.absent, s.key = list(p.meta.get("absent", [])), key
-    s.uses = [hold_use(p.path), hold_use(Path(env.path))]  # not pruned while this session lives
+    s.uses = [p.use, hold_use(Path(env.path))]  # not pruned while this session lives (`prepare` took the first)
+    p.use = None
     if cap == "tmpfs":
         MOUNTED.add(s)
     if install and env.install and installed(env) != key:

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 from filelock import FileLock
 
-from ..base.core import SandboxError, cache_dir, in_use, lru_doomed, sha256_file, sha256_text
+from ..base.core import SandboxError, cache_dir, hold_use, in_use, lru_doomed, sha256_file, sha256_text
 from ..base.labels import Label
 from ..envs.envcache import INSTALLED_MARK
 from ..envs.envs import Env
@@ -45,10 +45,17 @@ def testbed_key(task, env: Env, install: bool) -> str:
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #aa3dd100
 @dataclass
 class Prepared:
-    "A prepared working copy: its folder (`path/testbed`) and what was recorded with it."
+    "A prepared working copy: its folder (`path/testbed`), what was recorded with it, and the use lock `prepare` took."
 
     path: Path
     meta: dict
+    use: int | None = None  # `base.core.hold_use`'s descriptor: not forgotten or pruned until released
+
+    def release(self):
+        "Let pruning and `forget` take this copy again (a session passes the lock on to its view instead)."
+        if self.use is not None:
+            os.close(self.use)
+            self.use = None
 
     @property
     def testbed(self) -> Path:
@@ -105,9 +112,7 @@ def prune(where: Path, keep: str | None = None, max_bytes: int | None = None) ->
         else:
             entries.append(e)
     removed = [e.key for e in lru_doomed(entries, limit - kept)]
-    for key in removed:
-        forget(key, where)
-    return removed
+    return [key for key in removed if forget(key, where)]  # one a session took meanwhile stays
 
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #be75a82c
 def copy_tree(src: Path, dest: Path):
@@ -125,11 +130,13 @@ DISK_FULL = (
 
 
 def prepare(key: str, build, where: Path | None = None) -> Prepared:
-    "The prepared copy of `key`; made once, when missing, by `build(folder) -> meta` setting up `folder/testbed`."
+    """The prepared copy of `key`, its use lock held (`Prepared.release`); made once, when missing, by
+    `build(folder) -> meta` setting up `folder/testbed`."""
     where = where or testbeds_dir()
     where.mkdir(parents=True, exist_ok=True)
     with FileLock(str(where / f"{key}.lock")):
         if (done := prepared(key, where)) is not None:
+            done.use = hold_use(done.path)  # under the lock: no `forget` between here and the session's view
             return done
         scratch = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=where))
         try:
@@ -139,20 +146,25 @@ def prepare(key: str, build, where: Path | None = None) -> Prepared:
             (scratch / "meta.json").write_text(json.dumps(meta, indent=1))
             shutil.rmtree(where / key, ignore_errors=True)  # a broken entry (no meta) is replaced
             os.rename(scratch, where / key)
+            use = hold_use(where / key)
         except BaseException as e:
             shutil.rmtree(scratch, ignore_errors=True)  # never a half-made entry
             if isinstance(e, OSError) and e.errno == errno.ENOSPC:
                 raise SandboxError(DISK_FULL.format(key=key, where=where), Label.SANDBOX) from None
             raise
     prune(where, keep=key)
-    return Prepared(where / key, meta)
+    return Prepared(where / key, meta, use)
 
 
-def forget(key: str, where: Path | None = None):
-    "Remove the prepared copy of `key` (the next session prepares it again); nothing when there is none."
+def forget(key: str, where: Path | None = None) -> bool:
+    """Remove the prepared copy of `key` (the next session prepares it again); False, and nothing removed, while a
+    session uses it (its view's lower layer would vanish under its tests)."""
     where = where or testbeds_dir()
     with FileLock(str(where / f"{key}.lock")):
+        if in_use(where / key):
+            return False
         shutil.rmtree(where / key, ignore_errors=True)
+    return True
 
 # %% ../../nbs/sandbox/03q_testbeds.ipynb #6d29248b
 OVERLAY_UNSAFE = set(",:=\\\n")  # characters that would change an overlay mount's options
