@@ -30,10 +30,10 @@ from .sandbox import MAX_READ_BYTES, install_steps, take_patch
 from ..tasks.repos import SAFE_GIT
 
 # %% auto #0
-__all__ = ['ROOT_CAPS', 'DROP_TO_NOBODY', 'INPUT_DIR', 'REAP', 'IMAGE_ENV_PATH', 'OFFICIAL_PATH', 'ENGINE_TIMEOUT',
-           'docker_image', 'container_spec', 'command_script', 'testbed_path', 'tar_of', 'file_of_tar',
-           'close_containers', 'DockerSession', 'build_record', 'env_of_label', 'official_env', 'stale_containers',
-           'on_sigterm', 'DockerSandbox']
+__all__ = ['ROOT_CAPS', 'DROP_TO_NOBODY', 'INPUT_DIR', 'OUTPUT_DIR', 'REAP', 'IMAGE_ENV_PATH', 'OFFICIAL_PATH', 'ENGINE_TIMEOUT',
+           'docker_image', 'container_spec', 'command_script', 'exec_argv', 'testbed_path', 'tar_of', 'file_of_tar',
+           'ChunkReader', 'feed_tar_file', 'close_containers', 'DockerSession', 'build_record', 'env_of_label',
+           'official_env', 'stale_containers', 'on_sigterm', 'DockerSandbox']
 
 # %% ../../nbs/sandbox/03n_docker_sandbox.ipynb #060313ba
 def docker_image(instance_id: str, namespace: str = "swebench", arch: str = "x86_64", tag: str = "latest") -> str:
@@ -60,6 +60,7 @@ def container_spec(task: Task, limits: Limits, image: str | None = None) -> dict
 # %% ../../nbs/sandbox/03n_docker_sandbox.ipynb #a9365e7f
 DROP_TO_NOBODY = f"setpriv --reuid={SANDBOX_UID} --regid={SANDBOX_UID} --clear-groups"
 INPUT_DIR = "/var/lib/swecl"  # root-only; the input file goes to the command as standard input
+OUTPUT_DIR = "/var/lib/swecl-out"  # root-only; each exec's stdout and stderr, one file
 REAP = 'for d in /proc/[0-9]*; do p=${d#/proc/}; case " $KEEP $$ " in *" $p "*) ;; *) kill -9 "$p" 2>/dev/null;; esac; done'
 
 # %% ../../nbs/sandbox/03n_docker_sandbox.ipynb #ec32174e
@@ -70,6 +71,16 @@ def command_script(cmd: str, limits: Limits, timeout: float, as_root: bool = Fal
     cpu = f"ulimit -S -t {limits.cpu_seconds}; ulimit -H -t {limits.cpu_seconds + CPU_GRACE}"  # soft first: soft > hard is EINVAL
     limits_line = f"{cpu}; ulimit -f {limits.file_size_mb << 10}"
     return f"{limits_line}; exec timeout -s KILL {int(timeout)} {drop}/bin/bash -c {shlex.quote(cmd)}{redirect}"
+
+# %% ../../nbs/sandbox/03n_docker_sandbox.ipynb #e5a1c0de
+def exec_argv(argv: list[str], out: str = f"{OUTPUT_DIR}/out") -> list[str]:
+    "`argv` under a root shell that sends its stdout and stderr to the file `out`, emptied first."
+    # One fork only (a fork bomb's leftovers may leave no more): the folder is made once, the file emptied by a builtin,
+    # so a command that could not be started leaves no earlier output behind. Not `exec "$@"`: the shell keeps the
+    # attach stream open until the command has ended, so the exec ends with it.
+    folder = shlex.quote(posixpath.dirname(out))
+    setup = f"[ -d {folder} ] || mkdir -p -m 700 {folder} || exit 125; : > {shlex.quote(out)} || exit 125"
+    return ["bash", "-c", f'{setup}; "$@" > {shlex.quote(out)} 2>&1; exit $?', "swecl-exec", *argv]
 
 # %% ../../nbs/sandbox/03n_docker_sandbox.ipynb #f2989ee9
 def testbed_path(path: str) -> str:
@@ -99,6 +110,41 @@ def file_of_tar(stream, path: str, limit: int) -> bytes:
     if m.size > limit:
         raise SandboxError(f"{path} has {m.size} bytes, over the {limit} the harness reads whole; page through it.")
     return tf.extractfile(m).read()
+
+# %% ../../nbs/sandbox/03n_docker_sandbox.ipynb #fe3d7a11
+class ChunkReader(io.RawIOBase):
+    "A binary file over an iterator of byte chunks (the engine's streamed archive), read as far as asked."
+
+    def __init__(self, chunks):
+        self.chunks, self.buf = iter(chunks), b""
+
+    def readable(self):
+        return True
+
+    def readinto(self, b) -> int:
+        while not self.buf:
+            if (chunk := next(self.chunks, None)) is None:
+                return 0
+            self.buf = chunk
+        n = min(len(b), len(self.buf))
+        b[:n], self.buf = self.buf[:n], self.buf[n:]
+        return n
+
+
+def feed_tar_file(stream, cap: OutputCap, path: str):
+    "Feed `cap` the single regular file in the tar `stream`, piece by piece (its head and tail kept, not all of it)."
+    try:
+        tf = tarfile.open(fileobj=io.BufferedReader(ChunkReader(stream), 1 << 16), mode="r|")
+        m = tf.next()
+    except tarfile.TarError as e:
+        raise SandboxError(f"{path} came back as no archive ({e}).", Label.DOCKER) from None
+    if m is None or not m.isfile():
+        raise SandboxError(f"{path} is not a regular file in the container.", Label.DOCKER)
+    f = tf.extractfile(m)
+    while piece := f.read(1 << 16):
+        cap.feed(piece)
+    for _ in stream:  # the archive's padding: the connection is released only at its end
+        pass
 
 # %% ../../nbs/sandbox/03n_docker_sandbox.ipynb #2ffadfed
 IMAGE_ENV_PATH = Path("/opt/miniconda3/envs/testbed")  # where SWE-bench's images install the task's environment
@@ -135,21 +181,30 @@ class DockerSession:
 
 # %% ../../nbs/sandbox/03n_docker_sandbox.ipynb #f94a3d44
 @patch
-def _exec(self: DockerSession, argv: list, timeout: float, max_output: int = 1 << 20, environment=None) -> RunResult:
-    "One root `exec` in the container, its output capped; the engine's own errors are `SandboxError`s."
-    t0, cap = time.time(), OutputCap(max_output)
+def _exec(
+    self: DockerSession, argv: list, timeout: float, max_output: int = 1 << 20, environment=None, output: bool = True
+) -> RunResult:
+    "One root `exec` in the container, its output (from a file: see above; none unless `output`) capped."
+    t0, cap, out = time.time(), OutputCap(max_output), f"{OUTPUT_DIR}/out"
     try:
-        eid = self.api.exec_create(self.container.id, argv, workdir="/testbed", environment=environment)["Id"]
-        stream = self.api.exec_start(eid, stream=True)
-        try:
-            for chunk in stream:
-                cap.feed(chunk)
-        finally:
-            stream.close()  # its socket; left to the collector it warns
-        code = self.api.exec_inspect(eid)["ExitCode"]
+        wrapped = exec_argv(argv, out) if output else argv
+        eid = self.api.exec_create(self.container.id, wrapped, workdir="/testbed", environment=environment)["Id"]
+        said = self.api.exec_start(eid)  # the root shell's own errors only; returns once the shell has ended
+        settled = time.time() + 30  # the engine may record the exit a moment after the stream's end
+        while (info := self.api.exec_inspect(eid))["Running"] and time.time() < settled:
+            time.sleep(0.01)
+        if info["Running"]:
+            raise RuntimeError("the exec's shell ended, yet the engine still counts it running after 30 s")
+        if output:
+            cap.feed(said)  # e.g. that the command could not be forked: what it would have said itself
+            try:
+                stream, _ = self.container.get_archive(out)
+            except Exception as e:
+                raise RuntimeError(f"no output file ({type(e).__name__}); the shell said {said[-200:]!r}") from None
+            feed_tar_file(stream, cap, out)
     except Exception as e:  # the engine or the container went away: infrastructure
         raise SandboxError(f"Docker exec failed ({type(e).__name__}: {str(e)[:200]})", Label.DOCKER) from None
-    return RunResult(code, cap.text(), time.time() - t0, False, cap.nbytes)
+    return RunResult(info["ExitCode"], cap.text(), time.time() - t0, False, cap.nbytes)
 
 # %% ../../nbs/sandbox/03n_docker_sandbox.ipynb #80f76773
 @patch
@@ -173,7 +228,7 @@ def run(self: DockerSession, cmd, timeout=None, max_output=1 << 20, input=None, 
 @patch
 def reap(self: DockerSession):
     "Kill every process in the container but its init and idle child (what a command left running)."
-    self._exec(["bash", "-c", f"KEEP='1 {' '.join(self.keep)}'; {REAP}; rm -f {INPUT_DIR}/in-*"], 60)
+    self._exec(["bash", "-c", f"KEEP='1 {' '.join(self.keep)}'; {REAP}; rm -f {INPUT_DIR}/in-*"], 60, output=False)
 
 # %% ../../nbs/sandbox/03n_docker_sandbox.ipynb #3823c158
 @patch

@@ -419,8 +419,12 @@ def _open_view(self: LocalSandbox, task: Task, env: Env, root: Path, cap: str, k
     p.use = None
     if cap == "tmpfs":
         MOUNTED.add(s)
-    if install and env.install and installed(env) != key:
-        _install(s, key, pre=False)
+    try:
+        if install and env.install and installed(env) != key:
+            _install(s, key, pre=False)
+    except BaseException:  # the session's use locks and view go with it: the copy may be pruned again
+        s.close()
+        raise
     return s
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #191c789e
