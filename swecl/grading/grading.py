@@ -18,7 +18,7 @@ import yaml
 from fastcore.basics import patch
 
 from ..base.core import SandboxError, component_problem, diff_paths
-from ..base.labels import Label
+from ..base.labels import Label, label_side
 from ..base.lazy import lazy_module
 from ..base.schema import Task
 from ..envs.envs import swebench_spec
@@ -48,7 +48,7 @@ __all__ = ['APPLY_METHODS', 'TEST_LOG_CHARS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPEN
            'parse_log', 'test_report', 'patch_files', 'apply_patch', 'refuse', 'apply_step', 'prepare_tests',
            'reset_test_files', 'apply_test_patch', 'run_tests', 'adds_dependency', 'mark_infra', 'no_results_verdict',
            'count_results', 'host_label', 'verdict', 'distrust', 'run_ids', 'namesake_status', 'witness_check',
-           'test_step', 'grade_session', 'grade']
+           'test_step', 'grade_session', 'before_the_patch', 'grade']
 
 # %% ../../nbs/grading/04_grading.ipynb #7afc4b20
 swebench_grading = lazy_module("swebench.harness.grading")
@@ -487,6 +487,11 @@ def grade_session(s: Session, task: Task, patch: str, g: Grade, logs: list, reje
             return mark_infra(g, Label.TEST_PATCH, msg)
     return test_step(s, task, patch, g, logs, changed)
 
+# %% ../../nbs/grading/04_grading.ipynb #b4f0a7e2
+def before_the_patch(reason: str) -> str:
+    "The label of a session that could not be opened: `reason`, or `env-build` for a label the patch's run could earn."
+    return Label.ENV_BUILD if label_side(str(reason)) == "run" else reason
+
 # %% ../../nbs/grading/04_grading.ipynb #5bb15601
 def grade(task: Task, patch: str, sandbox, log_dir=None, reject_test_edits: bool = False) -> Grade:
     "Grade `patch` on `task` in a fresh session of `sandbox`; never raises for a task-level problem."
@@ -501,7 +506,7 @@ def grade(task: Task, patch: str, sandbox, log_dir=None, reject_test_edits: bool
             s = sandbox.open(task, reinstalls=True)  # set up as SWE-bench's instance image (prepare_tests installs)
         except SandboxError as e:
             logs.append(f"$ open session\n{e}\n{e.output}")
-            return mark_infra(g, e.reason, str(e))
+            return mark_infra(g, before_the_patch(e.reason), str(e))
         g.seconds["setup"] = round(time.time() - t0, 3)
         g.seconds |= getattr(s, "open_seconds", {})  # the local sandbox's split: env, then working copy
         with s:
