@@ -21,7 +21,8 @@ from .envs import COPY_INFIX, ENV_RECIPE
 
 # %% auto #0
 __all__ = ['STALE_BUILD_SECONDS', 'SWEBENCH_ENV', 'MINI_ENV', 'LOCK_SUFFIXES', 'INSTALLED_MARK', 'CachedEnv', 'disk_usage',
-           'folder_kind', 'classify', 'env_inventory', 'usage_by_repo', 'remove_env', 'PruneResult', 'prune_envs']
+           'folder_kind', 'classify', 'inventory_row', 'env_inventory', 'usage_by_repo', 'remove_env', 'PruneResult',
+           'prune_envs']
 
 # %% ../../nbs/envs/03c_envcache.ipynb #ecc9d022
 STALE_BUILD_SECONDS = 24 * 3600  # a build takes minutes; a `.build-*` folder this old was left by a killed process
@@ -108,18 +109,27 @@ def classify(
     return kind, "current"
 
 # %% ../../nbs/envs/03c_envcache.ipynb #96daa91e
+def inventory_row(p: Path, names: set, now: float, sizes: bool = True) -> CachedEnv | None:
+    "One folder of the env cache, classified; None when it went while the cache was read (a build that ended)."
+    try:
+        kind, status = classify(p, names, now)
+        size, shared = disk_usage(p) if sizes else (0, 0)
+        return CachedEnv(p.name, kind, status, size, p.stat().st_mtime, shared)
+    except FileNotFoundError:
+        return None
+
+
 def env_inventory(root: Path | None = None, sizes: bool = True, progress: bool = False) -> list:
     "Every folder of the env cache, classified, oldest first; `sizes=False` skips the walk (fast)."
     root = Path(root or cache_dir() / "envs")
     if not root.is_dir():
         return []
     paths = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
-    names, now, out = {p.name for p in paths}, time.time(), []
-    for p in tqdm(paths, desc="env cache", unit="env") if progress else paths:
-        kind, status = classify(p, names, now)
-        size, shared = disk_usage(p) if sizes else (0, 0)
-        out.append(CachedEnv(p.name, kind, status, size, p.stat().st_mtime, shared))
-    return sorted(out, key=lambda e: e.modified)
+    names, now = {p.name for p in paths}, time.time()
+    rows = [
+        inventory_row(p, names, now, sizes) for p in (tqdm(paths, desc="env cache", unit="env") if progress else paths)
+    ]
+    return sorted((r for r in rows if r), key=lambda e: e.modified)
 
 # %% ../../nbs/envs/03c_envcache.ipynb #b379d0a9
 def usage_by_repo(root: Path | None = None, repos: set | None = None) -> dict:

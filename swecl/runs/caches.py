@@ -36,8 +36,11 @@ def _files(cache: str, root: Path, pattern: str) -> list[CacheEntry]:
     "One entry per file or folder of `root` matching `pattern`."
     out = []
     for p in root.glob(pattern) if root.is_dir() else []:
-        st = p.stat()
-        size = st.st_size if p.is_file() else sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+        try:
+            st = p.stat()
+            size = st.st_size if p.is_file() else sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+        except FileNotFoundError:  # removed while the cache was read (a prune beside it)
+            continue
         out.append(CacheEntry(cache, p, size, st.st_mtime))
     return out
 
@@ -50,7 +53,7 @@ def cache_entries(cache: str, root: Path | None = None) -> list[CacheEntry]:
         out = [CacheEntry(cache, root / "envs" / e.name, e.own_bytes, e.modified) for e in envs]
     elif cache == "testbeds":
         metas = (root / "testbeds").glob("*/meta.json")
-        out = [CacheEntry(cache, m.parent, _recorded_bytes(m), m.parent.stat().st_mtime) for m in metas]
+        out = [CacheEntry(cache, m.parent, _recorded_bytes(m), used) for m in metas if (used := _mtime(m.parent))]
     elif cache == "grades":
         out = _files(cache, root / "grades", "*/*.json")
     elif cache == "embeddings":
@@ -58,6 +61,14 @@ def cache_entries(cache: str, root: Path | None = None) -> list[CacheEntry]:
     else:
         raise ValueError(f"Unknown cache {cache!r}; the caches are {', '.join(CACHES)}.")
     return sorted(out, key=lambda e: e.used)
+
+
+def _mtime(p: Path) -> float | None:
+    "When `p` was last changed; None when it has gone (a copy forgotten while the cache was read)."
+    try:
+        return p.stat().st_mtime
+    except FileNotFoundError:
+        return None
 
 
 def _recorded_bytes(meta: Path) -> int:
