@@ -53,7 +53,11 @@ def cache_entries(cache: str, root: Path | None = None) -> list[CacheEntry]:
         out = [CacheEntry(cache, root / "envs" / e.name, e.own_bytes, e.modified) for e in envs]
     elif cache == "testbeds":
         metas = (root / "testbeds").glob("*/meta.json")
-        out = [CacheEntry(cache, m.parent, _recorded_bytes(m), used) for m in metas if (used := _mtime(m.parent))]
+        out = [
+            CacheEntry(cache, m.parent, _recorded_bytes(m), used)
+            for m in metas
+            if (used := _mtime(m.parent)) is not None
+        ]
     elif cache == "grades":
         out = _files(cache, root / "grades", "*/*.json")
     elif cache == "embeddings":
