@@ -66,7 +66,7 @@ def cache_entries(cache: str, root: Path | None = None) -> list[CacheEntry]:
         raise ValueError(f"Unknown cache {cache!r}; the caches are {', '.join(CACHES)}.")
     return sorted(out, key=lambda e: e.used)
 
-
+# %% ../../nbs/runs/11d_caches.ipynb #c7d1e2b1
 def _mtime(p: Path) -> float | None:
     "When `p` was last changed; None when it has gone (a copy forgotten while the cache was read)."
     try:
