@@ -17,15 +17,15 @@ from packaging.version import InvalidVersion, Version
 from ..base.core import EnvError, SandboxError
 from ..base.labels import Label
 from . import requirements, venvs
-from ..tasks.repos import checkout_tree
+from ..tasks.repos import checkout_tree, empty_submodules, submodule_hint
 
 # %% auto #0
 __all__ = ['BUILD_FETCHES', 'PIP_INSTALL', 'SETUP_BUILD', 'MISSING_MODULE', 'project_copy', 'python_refusal', 'install_project',
            'missing_build_module']
 
 # %% ../../nbs/envs/03m_project.ipynb #24e737b4
-def project_copy(gitdir: Path, commit: str, dest: str, pre_install=()):
-    "The project's tree at `commit` in `dest`, with the spec's `pre_install` edits, ready to resolve its dependencies."
+def project_copy(gitdir: Path, commit: str, dest: str, pre_install=()) -> str:
+    "The project's tree at `commit` in `dest`, with the spec's `pre_install` edits; a sentence on empty submodules."
     try:  # a partial mirror's gap is harmless here: only the project's metadata and build are read from this copy
         checkout_tree(gitdir, commit, dest)  # submodules too: astropy's setup imports its astropy_helpers
     except SandboxError as e:
@@ -35,6 +35,7 @@ def project_copy(gitdir: Path, commit: str, dest: str, pre_install=()):
     cfg = Path(dest) / "setup.cfg"  # only resolves dependencies: drop date-stamped dev tags that modern tools reject
     if cfg.exists():
         cfg.write_text(re.sub(r"(?m)^\s*tag_(build|date)\s*=.*$", "", cfg.read_text()))
+    return submodule_hint(empty_submodules(Path(dest)))
 
 # %% ../../nbs/envs/03m_project.ipynb #6471bf5f
 def python_refusal(tree: Path, pyver: str) -> str | None:
@@ -110,13 +111,18 @@ def install_project(
     if not m:
         return
     with tempfile.TemporaryDirectory() as d:
-        project_copy(gitdir, commit, d, pre_install)
-        _check_python(Path(d), vpy, commit)
-        pretend = {"SETUPTOOLS_SCM_PRETEND_VERSION": f"{version}.0"} | (build_env or {})
-        _build_fetching(uv, vpy, d, date, log, pretend, lifts)
-        venvs.pip_install(
-            uv, vpy, requirements.project_requirements(vpy, d, (m.groups() or [None])[0]), date, log, lifts=lifts
-        )
+        hint = project_copy(gitdir, commit, d, pre_install)
+        try:
+            _check_python(Path(d), vpy, commit)
+            pretend = {"SETUPTOOLS_SCM_PRETEND_VERSION": f"{version}.0"} | (build_env or {})
+            _build_fetching(uv, vpy, d, date, log, pretend, lifts)
+            venvs.pip_install(
+                uv, vpy, requirements.project_requirements(vpy, d, (m.groups() or [None])[0]), date, log, lifts=lifts
+            )
+        except EnvError as e:
+            if hint:  # the likelier cause, which the build's own words do not name
+                raise EnvError(f"{e} {hint}", e.reason, e.output) from e
+            raise
 
 # %% ../../nbs/envs/03m_project.ipynb #10185d26023b46108eb7d9f57d49d2b3
 MISSING_MODULE = re.compile(

@@ -46,7 +46,7 @@ from swecl.sandbox.isolation import (
     unmount,
 )
 from .testbeds import close_view, install_same, installed, mark_installed, open_view, prepare, testbed_key
-from ..tasks.repos import SAFE_GIT, export_tree, find_repo, git
+from ..tasks.repos import SAFE_GIT, empty_submodules, export_tree, find_repo, git, submodule_hint
 
 # %% auto #0
 __all__ = ['MAX_READ_BYTES', 'PATCH_SIZES', 'MOUNTED', 'Session', 'LocalSession', 'PatchTooLarge', 'take_patch', 'install_steps',
@@ -384,6 +384,7 @@ def _install(s: LocalSession, key: str, pre: bool):
         return
     if r.exit_code:
         msg = f"The install step of {s.task.instance_id} failed ({s.env.install}): {r.output.strip()[-300:]}"
+        msg += f" {hint}" if (hint := submodule_hint(empty_submodules(s.testbed))) else ""
         raise SandboxError(msg, Label.INSTALL, r.output)
     s.commit_setup()
     mark_installed(s.env, key)

@@ -20,8 +20,8 @@ from ..base.labels import Label
 
 # %% auto #0
 __all__ = ['NO_HOUSEKEEPING', 'SAFE_GIT', 'GIT_IDENTITY', 'GITHUB_URL', 'MISSING_BLOB', 'git', 'git_dir', 'git_in', 'git_show',
-           'scm_version', 'mirror_candidates', 'find_repo', 'submodules', 'fill_submodules', 'extract_tree',
-           'tree_error', 'extract_partial', 'checkout_tree', 'export_tree']
+           'scm_version', 'mirror_candidates', 'find_repo', 'submodules', 'fill_submodules', 'empty_submodules',
+           'submodule_hint', 'extract_tree', 'tree_error', 'extract_partial', 'checkout_tree', 'export_tree']
 
 # %% ../../nbs/tasks/03d_repos.ipynb #a02ad8bf
 NO_HOUSEKEEPING = ("gc.auto=0", "maintenance.auto=false", "gc.autoDetach=false")
@@ -129,6 +129,17 @@ def find_repo(repo: str, mirrors: list) -> Path:
 GITHUB_URL = re.compile(r"github\.com[:/]([^/\s]+)/([^/\s]+?)(?:\.git)?/?$")
 
 # %% ../../nbs/tasks/03d_repos.ipynb #13c84437
+def _gitmodules_paths(conf: str) -> dict[str, str]:
+    "{path: url} of `git config --get-regexp` output over a `.gitmodules` file's path and url keys."
+    keys = dict(line.split(" ", 1) for line in conf.splitlines() if " " in line)
+    return {keys[k]: keys.get(k[: -len("path")] + "url", "") for k in keys if k.endswith(".path")}
+
+
+def _github_name(url: str) -> str | None:
+    "owner/name of a GitHub URL, else None."
+    return "/".join(m.groups()) if (m := GITHUB_URL.search(url)) else None
+
+
 def submodules(gitdir: Path, commit: str) -> list[tuple[str, str, str | None]]:
     "(path, commit, owner/name or None) of each submodule recorded in `commit`'s tree."
     tree = git_in(gitdir, "ls-tree", "-r", commit).stdout.splitlines()
@@ -136,10 +147,8 @@ def submodules(gitdir: Path, commit: str) -> list[tuple[str, str, str | None]]:
     if not links:
         return []
     conf = git_in(gitdir, "config", f"--blob={commit}:.gitmodules", "--get-regexp", r"^submodule\..*\.(path|url)$")
-    keys = dict(line.split(" ", 1) for line in conf.stdout.splitlines() if " " in line)
-    urls = {keys[k]: keys.get(k[: -len("path")] + "url", "") for k in keys if k.endswith(".path")}
-    names = {p: "/".join(m.groups()) if (m := GITHUB_URL.search(urls.get(p, ""))) else None for p in links}
-    return [(p, sha, names[p]) for p, sha in links.items()]
+    urls = _gitmodules_paths(conf.stdout)
+    return [(p, sha, _github_name(urls.get(p, ""))) for p, sha in links.items()]
 
 # %% ../../nbs/tasks/03d_repos.ipynb #2eeae496
 def fill_submodules(gitdir: Path, commit: str, dest: Path, mirrors: list) -> list[dict]:
@@ -153,6 +162,33 @@ def fill_submodules(gitdir: Path, commit: str, dest: Path, mirrors: list) -> lis
         err = extract_tree(src, sha, Path(dest) / path) if src else "no mirror holds it"
         out.append(dict(path=path, commit=sha, repo=name, source=str(src) if src and err is None else None))
     return out
+
+# %% ../../nbs/tasks/03d_repos.ipynb #7a64cab3
+def empty_submodules(tree: Path) -> list[tuple[str, str | None]]:
+    "(path, owner/name or None) of each submodule `tree/.gitmodules` declares whose folder in `tree` is empty."
+    gm = Path(tree) / ".gitmodules"
+    if not gm.is_file():
+        return []
+    conf = subprocess.run(
+        ["git", "config", "-f", str(gm), "--get-regexp", r"^submodule\..*\.(path|url)$"], capture_output=True, text=True
+    )
+    out = []
+    for path, url in _gitmodules_paths(conf.stdout).items():
+        folder = Path(tree) / path
+        if ".." not in Path(path).parts and not (folder.is_dir() and any(folder.iterdir())):
+            out.append((path, _github_name(url)))
+    return out
+
+
+def submodule_hint(empty: list[tuple[str, str | None]]) -> str:
+    "One sentence naming the `empty_submodules` and the mirror each needs; '' when there are none."
+    if not empty:
+        return ""
+    said = [
+        f"{p} (fetch {n} into $SWECL_REPO_MIRROR as {n.replace('/', '+')})" if n else f"{p} (its URL is not GitHub's)"
+        for p, n in empty
+    ]
+    return f"The submodule{'s' if len(said) > 1 else ''} {'; '.join(said)} stayed empty: no mirror held its commit."
 
 # %% ../../nbs/tasks/03d_repos.ipynb #61a2ac1f
 def extract_tree(repo: Path, commit: str, dest: str | Path) -> str | None:
