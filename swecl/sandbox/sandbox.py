@@ -333,7 +333,7 @@ def env_for(self: LocalSandbox, task: Task) -> Env:
             try:
                 self.envs[key] = swebench_env(task, find_repo(task.repo, self.mirrors), compat=self.compat)
             except EnvError as e:
-                raise SandboxError(str(e), e.reason) from None
+                raise SandboxError(str(e), e.reason, e.output) from None  # the build log reaches the grading log
             self.spec_versions[key] = (
                 task.version,
                 {k: v for k, v in task.extra.items() if k.startswith("spec_version")},
