@@ -31,7 +31,7 @@ from ..tasks.selection import load_tasks
 
 # %% auto #0
 __all__ = ['REGRADE_ARGS', 'gradable_set', 'saved_records', 'regrade_tables', 'regrade_markdown', 'recorded_verdicts',
-           'with_official_logs', 'cmd_regrade']
+           'verdicts_on_these_patches', 'with_official_logs', 'cmd_regrade']
 
 # %% ../../nbs/cli/13e_cli_regrade.ipynb #8dce9059
 def gradable_set(path: str | None, dataset: str) -> tuple:
@@ -135,6 +135,21 @@ def recorded_verdicts(a) -> dict | None:
     except ValueError as e:
         raise UsageError(str(e)) from None
 
+
+def verdicts_on_these_patches(a, theirs: dict | None, preds: dict) -> tuple:
+    "`--authors`' verdicts given on the patches graded here, and a sentence on those left out (on another patch)."
+    if not (a.authors and theirs):
+        return theirs, ""
+    kept, other = regrade.verdicts_on_graded_patches(
+        theirs, preds, regrade.recorded_patches(a.authors, a.condition or "memory_disabled")
+    )
+    if not other:
+        return kept, ""
+    return kept, (
+        f" {len(other)} recorded verdict{'s are' if len(other) > 1 else ' is'} on another patch than the one graded here ({Path(a.authors).name} "
+        f"keeps a different patch for the task), so the agreement leaves them out."
+    )
+
 # %% ../../nbs/cli/13e_cli_regrade.ipynb #a0b1c2d302
 def with_official_logs(disagree: list, tasks: list, records: list, logs) -> list:
     "Each disagreement with its evidence: the expected tests whose pass/fail differs between the official log and swecl."
@@ -157,7 +172,7 @@ def cmd_regrade(a):
         preds = regrade.read_predictions(a.predictions, a.condition)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    theirs = recorded_verdicts(a)
+    theirs, elsewhere = verdicts_on_these_patches(a, recorded_verdicts(a), preds)
     how = parallel_options(a)  # before grading: a bad option must not cost a run
     b, tasks = load_tasks(a.dataset, a.instances, None, a.sequences)
     if a.merge:
@@ -169,8 +184,10 @@ def cmd_regrade(a):
         records = regrade.grade_predictions(tasks, preds, sandbox, logs, cache=grade_cache(a), **how)
     gradable, why = gradable_set(a.gradable, a.dataset)
     outside = len(set(preds) - {t.instance_id for t in b.tasks})
-    note = f"{len(records)} predictions graded from {Path(a.predictions).name}; {why}." + (
-        f" {outside} predictions name tasks not in {a.dataset}." if outside else ""
+    note = (
+        f"{len(records)} predictions graded from {Path(a.predictions).name}; {why}."
+        + (f" {outside} predictions name tasks not in {a.dataset}." if outside else "")
+        + elsewhere
     )
     if cached := sum(bool(r.get("cached")) for r in records):  # merged records keep their word
         note += f" {cached} verdicts read from the grade cache: {CACHED_WHY}."

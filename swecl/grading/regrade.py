@@ -17,7 +17,8 @@ from ..models.model_base import ModelError, read_replay
 
 # %% auto #0
 __all__ = ['HUNK', 'eval_state_predictions', 'read_predictions', 'grade_predictions', 'rate_table', 'authors_verdicts',
-           'file_changes', 'changes_nothing', 'same_change', 'explain', 'agreement']
+           'recorded_patches', 'verdicts_on_graded_patches', 'file_changes', 'changes_nothing', 'same_change',
+           'explain', 'agreement']
 
 # %% ../../nbs/grading/04d_regrade.ipynb #c7ef4c7c
 def eval_state_predictions(data: dict, condition: str | None, model: str | None = None) -> dict:
@@ -115,6 +116,23 @@ def authors_verdicts(path, model: str | None = None, condition: str = "memory_di
             f"{path} holds no harness verdicts for {model} / {condition} ({e!r}); pass an eval_state.json."
         ) from None
     return {iid: bool(v) for s in seqs.values() for iid, v in s.items()}
+
+# %% ../../nbs/grading/04d_regrade.ipynb #14ae1bc7
+def recorded_patches(path, condition: str = "memory_disabled", model: str | None = None) -> dict:
+    "instance_id -> the patch an `eval_state.json`'s verdicts were given on; {} when it keeps no patches for `condition`."
+    data = json.loads(read_regular(path, "eval_state.json"))
+    try:
+        return eval_state_predictions(data, condition, model) if "task_eval_progress" in data else {}
+    except (ValueError, KeyError, StopIteration):
+        return {}
+
+
+def verdicts_on_graded_patches(theirs: dict, preds: dict, their_patches: dict) -> tuple[dict, list]:
+    "(the recorded verdicts given on the very patch graded here, the ids whose recorded patch is another one)."
+    other = sorted(
+        i for i in theirs if i in preds and i in their_patches and their_patches[i].strip() != preds[i].strip()
+    )
+    return {i: v for i, v in theirs.items() if i not in other}, other
 
 # %% ../../nbs/grading/04d_regrade.ipynb #7b1e0c02
 HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
