@@ -112,8 +112,8 @@ def install_project(
         return
     with tempfile.TemporaryDirectory() as d:
         hint = project_copy(gitdir, commit, d, pre_install)
+        _check_python(Path(d), vpy, commit)  # a refusal of its own: no submodule could change it
         try:
-            _check_python(Path(d), vpy, commit)
             pretend = {"SETUPTOOLS_SCM_PRETEND_VERSION": f"{version}.0"} | (build_env or {})
             _build_fetching(uv, vpy, d, date, log, pretend, lifts)
             venvs.pip_install(

@@ -166,17 +166,23 @@ def fill_submodules(gitdir: Path, commit: str, dest: Path, mirrors: list) -> lis
 # %% ../../nbs/tasks/03d_repos.ipynb #7a64cab3
 def empty_submodules(tree: Path) -> list[tuple[str, str | None]]:
     "(path, owner/name or None) of each submodule `tree/.gitmodules` declares whose folder in `tree` is empty."
-    gm = Path(tree) / ".gitmodules"
-    if not gm.is_file():
+    tree, out = Path(tree).resolve(), []
+    gm = tree / ".gitmodules"
+    try:  # the project's file, read as root: never through a link, never a folder outside the tree
+        if gm.is_symlink() or not gm.is_file():
+            return []
+        conf = subprocess.run(
+            ["git", "config", "-f", str(gm), "--get-regexp", r"^submodule\..*\.(path|url)$"],
+            capture_output=True,
+            text=True,
+            errors="replace",
+        )
+        for path, url in _gitmodules_paths(conf.stdout).items():
+            folder = (tree / path).resolve()
+            if folder.is_relative_to(tree) and folder != tree and not (folder.is_dir() and any(folder.iterdir())):
+                out.append((path, _github_name(url)))
+    except (OSError, ValueError):  # an odd name or path: no hint rather than a failed build
         return []
-    conf = subprocess.run(
-        ["git", "config", "-f", str(gm), "--get-regexp", r"^submodule\..*\.(path|url)$"], capture_output=True, text=True
-    )
-    out = []
-    for path, url in _gitmodules_paths(conf.stdout).items():
-        folder = Path(tree) / path
-        if ".." not in Path(path).parts and not (folder.is_dir() and any(folder.iterdir())):
-            out.append((path, _github_name(url)))
     return out
 
 
@@ -185,10 +191,12 @@ def submodule_hint(empty: list[tuple[str, str | None]]) -> str:
     if not empty:
         return ""
     said = [
-        f"{p} (fetch {n} into $SWECL_REPO_MIRROR as {n.replace('/', '+')})" if n else f"{p} (its URL is not GitHub's)"
+        f"{p} (fetch a bare clone of {n} into $SWECL_REPO_MIRROR as {n.replace('/', '+')})"
+        if n
+        else f"{p} (its URL is not GitHub's)"
         for p, n in empty
     ]
-    return f"The submodule{'s' if len(said) > 1 else ''} {'; '.join(said)} stayed empty: no mirror held its commit."
+    return f"The submodule{'s' if len(said) > 1 else ''} {'; '.join(said)} stayed empty: no mirror held {'their commits' if len(said) > 1 else 'its commit'}."
 
 # %% ../../nbs/tasks/03d_repos.ipynb #61a2ac1f
 def extract_tree(repo: Path, commit: str, dest: str | Path) -> str | None:
