@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from swecl.runs.caches import cache_entries
+
 SWECL = Path(sys.executable).parent / "swecl"
 PARTS = ("env", "testbed", "tests")
 
@@ -34,11 +36,6 @@ def disk_mb(folder: Path) -> float:
     if not folder.exists():
         return 0.0
     return int(subprocess.run(["du", "-sk", str(folder)], capture_output=True, text=True).stdout.split()[0]) / 1024
-
-
-def testbed_sizes(folder: Path) -> list:
-    "Bytes of each prepared testbed in `folder` (as recorded when it was prepared)."
-    return [json.loads(m.read_text()).get("bytes", 0) for m in folder.glob("*/meta.json")]
 
 
 def run_chunk(tag: str, sequences: list, out: Path, workers: int) -> dict:
@@ -57,7 +54,7 @@ def run_chunk(tag: str, sequences: list, out: Path, workers: int) -> dict:
         sys.exit(f"swecl validate ended with exit code {rc} and wrote no records; see its output above.")
     chunk = {"tag": tag, "sequences": sequences, "workers": workers, "wall": wall, "rc": rc, "records": str(records),
              "envs_mb": disk_mb(cache / "envs"), "testbeds_mb": disk_mb(cache / "testbeds"),
-             "testbed_bytes": testbed_sizes(cache / "testbeds")}  # fmt: skip
+             "testbed_bytes": [e.bytes for e in cache_entries("testbeds", cache)]}  # fmt: skip
     (out / f"{tag}.json").write_text(json.dumps(chunk, indent=1))
     return chunk
 
