@@ -24,8 +24,8 @@ __all__ = ['BUILD_FETCHES', 'PIP_INSTALL', 'SETUP_BUILD', 'MISSING_MODULE', 'pro
            'missing_build_module']
 
 # %% ../../nbs/envs/03m_project.ipynb #24e737b4
-def project_copy(gitdir: Path, commit: str, dest: str, pre_install=()) -> str:
-    "The project's tree at `commit` in `dest`, with the spec's `pre_install` edits; a sentence on empty submodules."
+def project_copy(gitdir: Path, commit: str, dest: str, pre_install=()):
+    "The project's tree at `commit` in `dest`, with the spec's `pre_install` edits, ready to resolve its dependencies."
     try:  # a partial mirror's gap is harmless here: only the project's metadata and build are read from this copy
         checkout_tree(gitdir, commit, dest)  # submodules too: astropy's setup imports its astropy_helpers
     except SandboxError as e:
@@ -35,7 +35,6 @@ def project_copy(gitdir: Path, commit: str, dest: str, pre_install=()) -> str:
     cfg = Path(dest) / "setup.cfg"  # only resolves dependencies: drop date-stamped dev tags that modern tools reject
     if cfg.exists():
         cfg.write_text(re.sub(r"(?m)^\s*tag_(build|date)\s*=.*$", "", cfg.read_text()))
-    return submodule_hint(empty_submodules(Path(dest)))
 
 # %% ../../nbs/envs/03m_project.ipynb #6471bf5f
 def python_refusal(tree: Path, pyver: str) -> str | None:
@@ -111,7 +110,7 @@ def install_project(
     if not m:
         return
     with tempfile.TemporaryDirectory() as d:
-        hint = project_copy(gitdir, commit, d, pre_install)
+        project_copy(gitdir, commit, d, pre_install)
         _check_python(Path(d), vpy, commit)  # a refusal of its own: no submodule could change it
         try:
             pretend = {"SETUPTOOLS_SCM_PRETEND_VERSION": f"{version}.0"} | (build_env or {})
@@ -120,7 +119,7 @@ def install_project(
                 uv, vpy, requirements.project_requirements(vpy, d, (m.groups() or [None])[0]), date, log, lifts=lifts
             )
         except EnvError as e:
-            if hint:  # the likelier cause, which the build's own words do not name
+            if hint := submodule_hint(empty_submodules(Path(d))):  # the likelier cause, unnamed in the build's words
                 raise EnvError(f"{e} {hint}", e.reason, e.output) from e
             raise
 
