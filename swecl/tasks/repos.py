@@ -130,8 +130,9 @@ GITHUB_URL = re.compile(r"github\.com[:/]([^/\s]+)/([^/\s]+?)(?:\.git)?/?$")
 
 # %% ../../nbs/tasks/03d_repos.ipynb #13c84437
 def _gitmodules_paths(conf: str) -> dict[str, str]:
-    "{path: url} of `git config --get-regexp` output over a `.gitmodules` file's path and url keys."
-    keys = dict(line.split(" ", 1) for line in conf.splitlines() if " " in line)
+    "{path: url} of `git config -z --get-regexp` output (key, newline, value; NUL-ended) over path and url keys."
+    # -z: a submodule's name may hold spaces, so a space cannot end the key
+    keys = dict(entry.split("\n", 1) for entry in conf.split("\0") if "\n" in entry)
     return {keys[k]: keys.get(k[: -len("path")] + "url", "") for k in keys if k.endswith(".path")}
 
 
@@ -146,7 +147,9 @@ def submodules(gitdir: Path, commit: str) -> list[tuple[str, str, str | None]]:
     links = {p: sha for _, kind, sha, p in (line.split(None, 3) for line in tree) if kind == "commit"}
     if not links:
         return []
-    conf = git_in(gitdir, "config", f"--blob={commit}:.gitmodules", "--get-regexp", r"^submodule\..*\.(path|url)$")
+    conf = git_in(
+        gitdir, "config", "-z", f"--blob={commit}:.gitmodules", "--get-regexp", r"^submodule\..*\.(path|url)$"
+    )
     urls = _gitmodules_paths(conf.stdout)
     return [(p, sha, _github_name(urls.get(p, ""))) for p, sha in links.items()]
 
@@ -172,7 +175,7 @@ def empty_submodules(tree: Path) -> list[tuple[str, str | None]]:
         if gm.is_symlink() or not gm.is_file():
             return []
         conf = subprocess.run(
-            ["git", "config", "-f", str(gm), "--get-regexp", r"^submodule\..*\.(path|url)$"],
+            ["git", "config", "-z", "-f", str(gm), "--get-regexp", r"^submodule\..*\.(path|url)$"],
             capture_output=True,
             text=True,
             errors="replace",
