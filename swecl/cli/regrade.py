@@ -102,6 +102,10 @@ REGRADE_ARGS = (
         help="the condition (memory_disabled, memory_enabled) of an eval_state.json given as --predictions or --authors",
     ),
     arg(
+        "--model",
+        help="the model of an eval_state.json that holds several (its key there), for --predictions and --authors",
+    ),
+    arg(
         "--source",
         help="where the predictions come from, in words (a repository and commit, a paper): the report shows it",
     ),
@@ -131,7 +135,7 @@ def recorded_verdicts(a) -> dict | None:
     try:
         if a.official:
             return read_official(a.official)
-        return regrade.authors_verdicts(a.authors, condition=a.condition or "memory_disabled") if a.authors else None
+        return regrade.authors_verdicts(a.authors, a.model, a.condition or "memory_disabled") if a.authors else None
     except ValueError as e:
         raise UsageError(str(e)) from None
 
@@ -140,9 +144,11 @@ def verdicts_on_these_patches(a, theirs: dict | None, preds: dict) -> tuple:
     "`--authors`' verdicts given on the patches graded here, and a sentence on those left out (on another patch)."
     if not (a.authors and theirs):
         return theirs, ""
-    kept, other = regrade.verdicts_on_graded_patches(
-        theirs, preds, regrade.recorded_patches(a.authors, a.condition or "memory_disabled")
-    )
+    try:
+        patches = regrade.recorded_patches(a.authors, a.condition or "memory_disabled", a.model)
+    except ValueError as e:
+        raise UsageError(f"{a.authors}: {e}") from None
+    kept, other = regrade.verdicts_on_graded_patches(theirs, preds, patches)
     if not other:
         return kept, ""
     return kept, (
@@ -169,7 +175,7 @@ def with_official_logs(disagree: list, tasks: list, records: list, logs) -> list
 def cmd_regrade(a):
     "Tables on stdout; `--json`: the records and tables (the report renders `results/regrade-*.json`)."
     try:
-        preds = regrade.read_predictions(a.predictions, a.condition)
+        preds = regrade.read_predictions(a.predictions, a.condition, a.model)
     except ValueError as e:
         raise UsageError(str(e)) from None
     theirs, elsewhere = verdicts_on_these_patches(a, recorded_verdicts(a), preds)

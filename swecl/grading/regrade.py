@@ -16,15 +16,25 @@ from .parallel import grade_jobs
 from ..models.model_base import ModelError, read_replay
 
 # %% auto #0
-__all__ = ['HUNK', 'eval_state_predictions', 'read_predictions', 'grade_predictions', 'rate_table', 'authors_verdicts',
-           'recorded_patches', 'verdicts_on_graded_patches', 'file_changes', 'changes_nothing', 'same_change',
-           'explain', 'agreement']
+__all__ = ['HUNK', 'which_model', 'eval_state_predictions', 'read_predictions', 'grade_predictions', 'rate_table',
+           'authors_verdicts', 'recorded_patches', 'verdicts_on_graded_patches', 'file_changes', 'changes_nothing',
+           'same_change', 'explain', 'agreement']
 
 # %% ../../nbs/grading/04d_regrade.ipynb #c7ef4c7c
+def which_model(models: dict, model: str | None) -> str:
+    "`model`, or the only key of an `eval_state.json`'s per-model map; `ValueError` naming the keys otherwise."
+    if not isinstance(models, dict):
+        raise TypeError(f"a map of models was expected, not a {type(models).__name__}")
+    if model in models or (model is None and len(models) == 1):
+        return model or next(iter(models))
+    # never the first of several: the rates would silently be another model's
+    raise ValueError(f"this eval_state.json holds the models {', '.join(models) or '(none)'}; pick one with --model.")
+
+
 def eval_state_predictions(data: dict, condition: str | None, model: str | None = None) -> dict:
-    "instance_id -> patch of one condition of an SWE-Bench-CL `eval_state.json` (the only model in it when `model` is None)."
+    "instance_id -> patch of one condition of an SWE-Bench-CL `eval_state.json` (`model` may be left out when it holds one)."
     runs = data["task_eval_progress"]
-    model = model or next(iter(runs))
+    model = which_model(runs, model)
     if condition not in runs[model]:
         raise ValueError(
             f"this eval_state.json holds the conditions {', '.join(runs[model])}; pick one with --condition."
@@ -32,7 +42,7 @@ def eval_state_predictions(data: dict, condition: str | None, model: str | None 
     return {iid: v.get("model_patch") or "" for iid, v in runs[model][condition].items()}
 
 
-def read_predictions(path, condition: str | None = None) -> dict:
+def read_predictions(path, condition: str | None = None, model: str | None = None) -> dict:
     "instance_id -> patch of a SWE-bench predictions file or of an eval_state.json's `condition`; bad input: `ValueError`."
     try:
         data = json.loads(read_regular(path, "predictions file"))
@@ -40,7 +50,7 @@ def read_predictions(path, condition: str | None = None) -> dict:
         data = None
     if isinstance(data, dict) and "task_eval_progress" in data:
         try:
-            return eval_state_predictions(data, condition)
+            return eval_state_predictions(data, condition, model)
         except ValueError as e:
             raise ValueError(f"{path}: {e}") from None
         except (KeyError, TypeError, AttributeError, StopIteration) as e:
@@ -104,14 +114,20 @@ def rate_table(records: list, gradable: set | None = None) -> list:
 
 # %% ../../nbs/grading/04d_regrade.ipynb #4b252155
 def authors_verdicts(path, model: str | None = None, condition: str = "memory_disabled") -> dict:
-    "instance_id -> resolved, from an SWE-Bench-CL `eval_state.json` (the only model in it when `model` is None)."
+    "instance_id -> resolved, from an SWE-Bench-CL `eval_state.json` (`model` may be left out when it holds one)."
     try:
         data = json.loads(read_regular(path, "eval_state.json"))["parsed_harness_results_data"]
-        model = model or next(iter(data))
+        model = which_model(data, model) if isinstance(data, dict) else model
         seqs = data[model][condition]
     except InputFileError:  # a FIFO, a device, a file over the cap: its own sentence
         raise
-    except (OSError, ValueError, KeyError, StopIteration, TypeError) as e:
+    except ValueError as e:
+        if "pick one with --model" in str(e):
+            raise ValueError(f"{path}: {e}") from None
+        raise ValueError(
+            f"{path} holds no harness verdicts for {model} / {condition} ({e!r}); pass an eval_state.json."
+        ) from None
+    except (OSError, KeyError, StopIteration, TypeError) as e:
         raise ValueError(
             f"{path} holds no harness verdicts for {model} / {condition} ({e!r}); pass an eval_state.json."
         ) from None
@@ -120,11 +136,11 @@ def authors_verdicts(path, model: str | None = None, condition: str = "memory_di
 # %% ../../nbs/grading/04d_regrade.ipynb #14ae1bc7
 def recorded_patches(path, condition: str = "memory_disabled", model: str | None = None) -> dict:
     "instance_id -> the patch an `eval_state.json`'s verdicts were given on; {} when it keeps no patches for `condition`."
-    data = json.loads(read_regular(path, "eval_state.json"))
-    try:
-        return eval_state_predictions(data, condition, model) if "task_eval_progress" in data else {}
-    except (ValueError, KeyError, StopIteration):
+    runs = json.loads(read_regular(path, "eval_state.json")).get("task_eval_progress")
+    if not isinstance(runs, dict):
         return {}
+    kept = runs[which_model(runs, model)].get(condition)  # several models and none named: ValueError, not a guess
+    return {iid: (v or {}).get("model_patch") or "" for iid, v in kept.items()} if isinstance(kept, dict) else {}
 
 
 def verdicts_on_graded_patches(theirs: dict, preds: dict, their_patches: dict) -> tuple[dict, list]:
