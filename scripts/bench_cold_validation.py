@@ -11,8 +11,8 @@ Usage:
   python scripts/bench_cold_validation.py summary [--out DIR]
 A chunk's records, wall time and disk use go to DIR/TAG.json (default `cold-validation/`); `summary` prints a row per
 chunk and the sum: wall, env builds (and waits for them), testbed preparation, tests, the rest (applying, install
-checks, verdicts; a grading whose env could not be built counts its build here) and waiting (workers × wall − the
-gradings' own seconds), and the testbeds' disk use per task. Run it with the project's Python (`.venv/bin/python`).
+checks, verdicts), failed opens (the sessions that could not be opened: an env or testbed that failed to build) and
+waiting (workers × wall − the gradings' own seconds), and the testbeds' disk use per task. Run it with the project's Python (`.venv/bin/python`).
 Target (#33): all 273 tasks in at most 8 hours on this 2-core machine.
 """
 
@@ -64,11 +64,14 @@ def breakdown(chunk: dict) -> dict:
     data = json.loads(Path(chunk["records"]).read_text())
     recs = data["records"] if isinstance(data, dict) else data
     secs = [r.get("seconds") or {} for r in recs]
+    opened = [s for s in secs if "apply" in s]  # a session that opened applied the patch next
     total = sum(s.get("total", 0) for s in secs)
-    parts = {p: sum(s.get(p, 0) for s in secs) for p in PARTS}
+    parts = {p: sum(s.get(p, 0) for s in opened) for p in PARTS}
+    failed = sum(s.get("total", 0) for s in secs if "apply" not in s)
     tasks = len({r["instance_id"] for r in recs})
     row = {"chunk": chunk["tag"], "tasks": tasks, "wall": chunk["wall"]} | parts
-    row |= {"rest": total - sum(parts.values()), "waiting": max(0.0, chunk["workers"] * chunk["wall"] - total)}
+    row |= {"rest": total - sum(parts.values()) - failed, "failed opens": failed}
+    row |= {"waiting": max(0.0, chunk["workers"] * chunk["wall"] - total)}
     return {k: round(v / 60, 1) if isinstance(v, float) else v for k, v in row.items()} | {
         "envs GB": round(chunk["envs_mb"] / 1024, 2),
         "testbeds GB": round(chunk["testbeds_mb"] / 1024, 2),

@@ -506,6 +506,7 @@ def grade(task: Task, patch: str, sandbox, log_dir=None, reject_test_edits: bool
             s = sandbox.open(task, reinstalls=True)  # set up as SWE-bench's instance image (prepare_tests installs)
         except SandboxError as e:
             logs.append(f"$ open session\n{e}\n{e.output}")
+            g.seconds["setup"] = round(time.time() - t0, 3)  # a failed build's time is setup too, never "the rest"
             return mark_infra(g, before_the_patch(e.reason), str(e))
         g.seconds["setup"] = round(time.time() - t0, 3)
         g.seconds |= getattr(s, "open_seconds", {})  # the local sandbox's split: env, then working copy
