@@ -12,7 +12,8 @@ Usage:
 A chunk's records, wall time and disk use go to DIR/TAG.json (default `cold-validation/`); `summary` prints a row per
 chunk and the sum: wall, env builds (and waits for them), testbed preparation, tests, the rest (applying, install
 checks, verdicts), failed opens (the sessions that could not be opened: an env or testbed that failed to build) and
-waiting (workers × wall − the gradings' own seconds), and the testbeds' disk use per task. Run it with the project's Python (`.venv/bin/python`).
+waiting (workers × wall − the gradings' own seconds), and the testbeds' disk use per task; "as packaged" counts the tasks whose verdicts (gold
+resolved and empty not, or not) match the gradable set kept with swecl. Run it with the project's Python (`.venv/bin/python`).
 Target (#33): all 273 tasks in at most 8 hours on this 2-core machine.
 """
 
@@ -25,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+from swecl.grading.validation import load_gradable
 from swecl.runs.caches import cache_entries
 
 SWECL = Path(sys.executable).parent / "swecl"
@@ -59,6 +61,17 @@ def run_chunk(tag: str, sequences: list, out: Path, workers: int) -> dict:
     return chunk
 
 
+def not_as_packaged(recs: list) -> list:
+    "The tasks not validated here as the gradable set kept with swecl says (gold resolved, empty not, iff gradable)."
+    gradable = set(load_gradable("swe-bench-cl")["gradable"])
+    outcome = {}
+    for r in recs:
+        outcome.setdefault(r["instance_id"], {})[r["policy"]] = bool(r["resolved"])
+    return sorted(
+        i for i, o in outcome.items() if (o.get("gold") is True and o.get("empty") is False) != (i in gradable)
+    )
+
+
 def breakdown(chunk: dict) -> dict:
     "Minutes of wall, of each part summed over the gradings, of the rest and of waiting, for one chunk."
     data = json.loads(Path(chunk["records"]).read_text())
@@ -69,10 +82,12 @@ def breakdown(chunk: dict) -> dict:
     parts = {p: sum(s.get(p, 0) for s in opened) for p in PARTS}
     failed = sum(s.get("total", 0) for s in secs if "apply" not in s)
     tasks = len({r["instance_id"] for r in recs})
-    row = {"chunk": chunk["tag"], "tasks": tasks, "wall": chunk["wall"]} | parts
+    differs = not_as_packaged(recs)
+    row = {"chunk": chunk["tag"], "tasks": tasks, "as packaged": tasks - len(differs), "wall": chunk["wall"]} | parts
     row |= {"rest": total - sum(parts.values()) - failed, "failed opens": failed}
     row |= {"waiting": max(0.0, chunk["workers"] * chunk["wall"] - total)}
     return {k: round(v / 60, 1) if isinstance(v, float) else v for k, v in row.items()} | {
+        "differs": differs,
         "envs GB": round(chunk["envs_mb"] / 1024, 2),
         "testbeds GB": round(chunk["testbeds_mb"] / 1024, 2),
         "testbed MB/task": round(statistics.median(chunk["testbed_bytes"]) / 1e6) if chunk["testbed_bytes"] else 0,
@@ -86,11 +101,14 @@ def summary(out: Path) -> list:
     ]
     if not rows:
         sys.exit(f"No chunk in {out}; run one first: bench_cold_validation.py run TAG SEQUENCE...")
-    keys = list(rows[0])
+    keys = [k for k in rows[0] if k != "differs"]
     total = {k: round(sum(r[k] for r in rows), 2) if k != "chunk" else "all" for k in keys}
     total["testbed MB/task"] = "-"
+    total["as packaged"] = sum(r["as packaged"] for r in rows)
     for r in [*rows, total]:
         print(" | ".join(f"{k} {r[k]}" for k in keys))
+    if differs := [i for r in rows for i in r["differs"]]:
+        print(f"not as the packaged gradable set says: {', '.join(differs)}")
     print(f"wall in all: {total['wall'] / 60:.2f} h over {total['tasks']} tasks (target: 273 tasks in at most 8 h)")
     return rows
 
