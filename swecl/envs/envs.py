@@ -23,7 +23,7 @@ from ..base.core import EnvError, cache_dir
 from ..base.labels import Label
 from ..base.lazy import lazy_module
 from ..base.schema import Task
-from . import builds, condaenv, envpython, pins, requirements, venvs
+from . import builds, condaenv, downloads, envpython, pins, requirements, venvs
 from . import compat as host_compat
 from .compat import COMPAT_NOTE, compat_lifts, local_services, missing_system_packages, write_compat_layer
 from .project import install_project
@@ -422,6 +422,9 @@ def _swebench_env(task: Task, gitdir: Path, fetch_python: bool, cutoff: bool, co
     install, build_notes = builds.compiled_install(
         requirements.offline_install(plan.spec.get("install"), man["python"]), task.repo, path, freetype=freetype
     )
+    if task.repo in downloads.JQUERY_UI_REPOS and install:  # its setup downloads jquery-ui (3.0–3.1): had ahead
+        step, jquery_notes = downloads.jquery_ui_install(downloads.setup_py_at(gitdir, task.base_commit), path)
+        install, build_notes = step + install, build_notes + jquery_notes
     notes = specversion.spec_version_notes(task) + _env_notes(plan, man, missing) + service_notes + topped
     return Env(
         path,

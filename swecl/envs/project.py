@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 from ..base.core import EnvError, SandboxError
 from ..base.labels import Label
 from . import requirements, venvs
+from .downloads import vendor_jquery_ui
 from ..tasks.repos import checkout_tree, empty_submodules, submodule_hint
 
 # %% auto #0
@@ -112,6 +113,7 @@ def install_project(
     with tempfile.TemporaryDirectory() as d:
         project_copy(gitdir, commit, d, pre_install)
         _check_python(Path(d), vpy, commit)  # a refusal of its own: no submodule could change it
+        unhad = vendor_jquery_ui(Path(d))  # what the setup would download (matplotlib 3.0–3.1), had ahead
         try:
             pretend = {"SETUPTOOLS_SCM_PRETEND_VERSION": f"{version}.0"} | (build_env or {})
             _build_fetching(uv, vpy, d, date, log, pretend, lifts)
@@ -119,7 +121,8 @@ def install_project(
                 uv, vpy, requirements.project_requirements(vpy, d, (m.groups() or [None])[0]), date, log, lifts=lifts
             )
         except EnvError as e:
-            if hint := submodule_hint(empty_submodules(Path(d))):  # the likelier cause, unnamed in the build's words
+            # the likelier causes, unnamed in the build's words
+            if hint := " ".join(h for h in (submodule_hint(empty_submodules(Path(d))), unhad) if h):
                 raise EnvError(f"{e} {hint}", e.reason, e.output) from e
             raise
 
