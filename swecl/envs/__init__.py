@@ -16,6 +16,7 @@ MODULES = (
     "envpython",
     "condaenv",
     "builds",
+    "downloads",
     "pins",
     "project",
     "envs",
