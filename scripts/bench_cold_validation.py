@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from swecl.grading.validation import load_gradable
+from swecl.grading.validation import gradable_record, load_gradable
 from swecl.runs.caches import cache_entries
 
 SWECL = Path(sys.executable).parent / "swecl"
@@ -62,14 +62,10 @@ def run_chunk(tag: str, sequences: list, out: Path, workers: int) -> dict:
 
 
 def not_as_packaged(recs: list) -> list:
-    "The tasks not validated here as the gradable set kept with swecl says (gold resolved, empty not, iff gradable)."
-    gradable = set(load_gradable("swe-bench-cl")["gradable"])
-    outcome = {}
-    for r in recs:
-        outcome.setdefault(r["instance_id"], {})[r["policy"]] = bool(r["resolved"])
-    return sorted(
-        i for i, o in outcome.items() if (o.get("gold") is True and o.get("empty") is False) != (i in gradable)
-    )
+    "The tasks these records make gradable or not otherwise than the gradable set kept with swecl says (its own rule)."
+    kept = set(load_gradable("swe-bench-cl")["gradable"])
+    here = set(gradable_record(recs, "swe-bench-cl")["gradable"])
+    return sorted((kept ^ here) & {r["instance_id"] for r in recs})
 
 
 def breakdown(chunk: dict) -> dict:
@@ -77,10 +73,10 @@ def breakdown(chunk: dict) -> dict:
     data = json.loads(Path(chunk["records"]).read_text())
     recs = data["records"] if isinstance(data, dict) else data
     secs = [r.get("seconds") or {} for r in recs]
-    opened = [s for s in secs if "apply" in s]  # a session that opened applied the patch next
+    opened = [s for s in secs if "env" in s or "testbed" in s]  # the local sandbox splits an open that succeeded
     total = sum(s.get("total", 0) for s in secs)
     parts = {p: sum(s.get(p, 0) for s in opened) for p in PARTS}
-    failed = sum(s.get("total", 0) for s in secs if "apply" not in s)
+    failed = sum(s.get("total", 0) for s in secs if not ("env" in s or "testbed" in s))
     tasks = len({r["instance_id"] for r in recs})
     differs = not_as_packaged(recs)
     row = {"chunk": chunk["tag"], "tasks": tasks, "as packaged": tasks - len(differs), "wall": chunk["wall"]} | parts
