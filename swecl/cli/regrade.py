@@ -178,6 +178,11 @@ def cmd_regrade(a):
         preds = regrade.read_predictions(a.predictions, a.condition, a.model)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    if a.model and not a.authors and not regrade.is_eval_state(a.predictions):
+        raise UsageError(
+            f"--model picks a model of an eval_state.json, and {a.predictions} is a predictions file of one model; "
+            "leave --model out."
+        )
     theirs, elsewhere = verdicts_on_these_patches(a, recorded_verdicts(a), preds)
     how = parallel_options(a)  # before grading: a bad option must not cost a run
     b, tasks = load_tasks(a.dataset, a.instances, None, a.sequences)

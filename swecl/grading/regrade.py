@@ -16,19 +16,37 @@ from .parallel import grade_jobs
 from ..models.model_base import ModelError, read_replay
 
 # %% auto #0
-__all__ = ['HUNK', 'which_model', 'eval_state_predictions', 'read_predictions', 'grade_predictions', 'rate_table',
-           'authors_verdicts', 'recorded_patches', 'verdicts_on_graded_patches', 'file_changes', 'changes_nothing',
-           'same_change', 'explain', 'agreement']
+__all__ = ['HUNK', 'ModelChoiceError', 'which_model', 'is_eval_state', 'eval_state_predictions', 'read_predictions',
+           'grade_predictions', 'rate_table', 'authors_verdicts', 'recorded_patches', 'verdicts_on_graded_patches',
+           'file_changes', 'changes_nothing', 'same_change', 'explain', 'agreement']
 
 # %% ../../nbs/grading/04d_regrade.ipynb #c7ef4c7c
+class ModelChoiceError(ValueError):
+    "An `eval_state.json` whose model cannot be told: several and none named, or the one named is not there."
+
+
 def which_model(models: dict, model: str | None) -> str:
-    "`model`, or the only key of an `eval_state.json`'s per-model map; `ValueError` naming the keys otherwise."
+    "`model`, or the only key of an `eval_state.json`'s per-model map; `ModelChoiceError` naming the keys otherwise."
     if not isinstance(models, dict):
         raise TypeError(f"a map of models was expected, not a {type(models).__name__}")
     if model in models or (model is None and len(models) == 1):
         return model or next(iter(models))
+    names = ", ".join(models)
+    if model is not None:
+        raise ModelChoiceError(f"--model {model} is not one of this eval_state.json's models ({names or 'none'}).")
+    if not models:
+        raise ModelChoiceError("this eval_state.json holds no model's results.")
     # never the first of several: the rates would silently be another model's
-    raise ValueError(f"this eval_state.json holds the models {', '.join(models) or '(none)'}; pick one with --model.")
+    raise ModelChoiceError(f"this eval_state.json holds the models {names}; pick one with --model.")
+
+
+def is_eval_state(path) -> bool:
+    "Whether `path` is an `eval_state.json` (JSON with `task_eval_progress`), not a predictions file."
+    try:
+        data = json.loads(read_regular(path, "predictions file"))
+    except (ValueError, OSError):
+        return False
+    return isinstance(data, dict) and "task_eval_progress" in data
 
 
 def eval_state_predictions(data: dict, condition: str | None, model: str | None = None) -> dict:
@@ -121,13 +139,9 @@ def authors_verdicts(path, model: str | None = None, condition: str = "memory_di
         seqs = data[model][condition]
     except InputFileError:  # a FIFO, a device, a file over the cap: its own sentence
         raise
-    except ValueError as e:
-        if "pick one with --model" in str(e):
-            raise ValueError(f"{path}: {e}") from None
-        raise ValueError(
-            f"{path} holds no harness verdicts for {model} / {condition} ({e!r}); pass an eval_state.json."
-        ) from None
-    except (OSError, KeyError, StopIteration, TypeError) as e:
+    except ModelChoiceError as e:
+        raise ModelChoiceError(f"{path}: {e}") from None
+    except (OSError, ValueError, KeyError, StopIteration, TypeError) as e:
         raise ValueError(
             f"{path} holds no harness verdicts for {model} / {condition} ({e!r}); pass an eval_state.json."
         ) from None
@@ -136,11 +150,15 @@ def authors_verdicts(path, model: str | None = None, condition: str = "memory_di
 # %% ../../nbs/grading/04d_regrade.ipynb #14ae1bc7
 def recorded_patches(path, condition: str = "memory_disabled", model: str | None = None) -> dict:
     "instance_id -> the patch an `eval_state.json`'s verdicts were given on; {} when it keeps no patches for `condition`."
-    runs = json.loads(read_regular(path, "eval_state.json")).get("task_eval_progress")
-    if not isinstance(runs, dict):
+    data = json.loads(read_regular(path, "eval_state.json"))
+    runs = data.get("task_eval_progress") if isinstance(data, dict) else None
+    if not isinstance(runs, dict) or not runs:
         return {}
-    kept = runs[which_model(runs, model)].get(condition)  # several models and none named: ValueError, not a guess
-    return {iid: (v or {}).get("model_patch") or "" for iid, v in kept.items()} if isinstance(kept, dict) else {}
+    by_condition = runs[which_model(runs, model)]  # several models and none named: ModelChoiceError, not a guess
+    kept = by_condition.get(condition) if isinstance(by_condition, dict) else None
+    if not isinstance(kept, dict):
+        return {}
+    return {iid: v.get("model_patch") or "" if isinstance(v, dict) else "" for iid, v in kept.items()}
 
 
 def verdicts_on_graded_patches(theirs: dict, preds: dict, their_patches: dict) -> tuple[dict, list]:
