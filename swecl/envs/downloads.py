@@ -19,8 +19,8 @@ from ..tasks.repos import git_in
 
 # %% auto #0
 __all__ = ['JQUERY_UI', 'JQUERY_UI_URL', 'JQUERY_UI_NPM', 'JQUERY_UI_SHA512', 'JQUERY_UI_REPOS', 'WEB_BACKEND', 'FETCH_SECONDS',
-           'needs_jquery_ui', 'jquery_ui_step', 'npm_integrity', 'unpack_npm', 'jquery_ui_source', 'setup_py_at',
-           'vendor_jquery_ui', 'jquery_ui_install']
+           'FETCH_BYTES', 'needs_jquery_ui', 'jquery_ui_step', 'npm_integrity', 'unpack_npm', 'jquery_ui_source',
+           'setup_py_at', 'vendor_jquery_ui', 'jquery_ui_install']
 
 # %% ../../nbs/envs/03n_downloads.ipynb #0a53fcbc
 JQUERY_UI = "jquery-ui-1.12.1"  # the folder matplotlib's setup looks for before it downloads
@@ -32,6 +32,7 @@ JQUERY_UI_SHA512 = (
 JQUERY_UI_REPOS = ("matplotlib/matplotlib",)  # the projects whose setup may download it
 WEB_BACKEND = "lib/matplotlib/backends/web_backend"  # where the develop install extracts it
 FETCH_SECONDS = 120
+FETCH_BYTES = 16 << 20  # the tarball is 1.3 MB: a reply larger than this is not it
 
 
 def needs_jquery_ui(setup_py: str) -> bool:
@@ -64,18 +65,28 @@ def unpack_npm(data: bytes, integrity: str, dest: Path) -> Path:
 # %% ../../nbs/envs/03n_downloads.ipynb #72d7f5bc
 def _fetch_jquery_ui(url: str, integrity: str, tmp: Path) -> None:
     with urllib.request.urlopen(url, timeout=FETCH_SECONDS) as r:
-        unpack_npm(r.read(), integrity, tmp / JQUERY_UI)
+        data = r.read(FETCH_BYTES + 1)
+    if len(data) > FETCH_BYTES:
+        raise ValueError(f"the reply is larger than {FETCH_BYTES >> 20} MB")
+    unpack_npm(data, integrity, tmp / JQUERY_UI)
+
+
+_UNHAD = {}  # (url, cache) -> why: a failed fetch is not tried again at every session open of the process
 
 
 def jquery_ui_source(url: str = JQUERY_UI_NPM, integrity: str = JQUERY_UI_SHA512) -> tuple[Path | None, str]:
     "(jquery-ui 1.12.1's files, fetched once from npm's registry into the cache, or None; a note saying which)."
+    key = (url, str(cache_dir()))
+    if key in _UNHAD:
+        return None, _UNHAD[key]
     try:
         path = atomic_dir(cache_dir() / "sources" / JQUERY_UI, lambda tmp: _fetch_jquery_ui(url, integrity, tmp))
     except Exception as e:  # any failure is said with what happened; the build then fails with its own words
-        return (
-            None,
-            f"jquery-ui 1.12.1 could not be had from {url} ({type(e).__name__}: {e}), so matplotlib's setup tries its own download",
+        _UNHAD[key] = (
+            f"jquery-ui 1.12.1 could not be had from {url} ({type(e).__name__}: {e}); matplotlib's setup then "
+            "downloads it itself, which fails offline"
         )
+        return None, _UNHAD[key]
     return (
         path / JQUERY_UI,
         "jquery-ui 1.12.1 from npm's registry (jquery-ui-dist, sha512 checked) instead of matplotlib's download",
@@ -96,7 +107,12 @@ def vendor_jquery_ui(tree: Path) -> str:
     source, note = jquery_ui_source()
     if not source:
         return note + "."
-    shutil.copytree(source, Path(tree) / WEB_BACKEND / JQUERY_UI, dirs_exist_ok=True)
+    try:
+        shutil.copytree(source, Path(tree) / WEB_BACKEND / JQUERY_UI, dirs_exist_ok=True)
+    except OSError as e:  # a full disk, say: the build's failure then has this for its cause
+        return (
+            f"jquery-ui 1.12.1 could not be copied into the project ({e}); matplotlib's setup then downloads it itself."
+        )
     return ""
 
 
@@ -107,5 +123,10 @@ def jquery_ui_install(setup_py: str, env_path: Path) -> tuple[str, list]:
     source, note = jquery_ui_source()
     if not source:
         return "", [note]
-    atomic_dir(Path(env_path) / "downloads", lambda tmp: shutil.copytree(source, tmp / JQUERY_UI))
+    try:
+        atomic_dir(Path(env_path) / "downloads", lambda tmp: shutil.copytree(source, tmp / JQUERY_UI))
+    except OSError as e:
+        return "", [
+            f"jquery-ui 1.12.1 could not be copied into the env ({e}); matplotlib's setup then downloads it itself"
+        ]
     return jquery_ui_step("/testenv/downloads"), [note]
