@@ -30,8 +30,8 @@ from ..sandbox.sandboxes import SANDBOXES, sandbox_for
 from ..tasks.selection import load_tasks
 
 # %% auto #0
-__all__ = ['REGRADE_ARGS', 'gradable_set', 'saved_records', 'regrade_tables', 'regrade_markdown', 'recorded_verdicts',
-           'verdicts_on_these_patches', 'with_official_logs', 'cmd_regrade']
+__all__ = ['EVAL_STATE_ARGS', 'REGRADE_ARGS', 'gradable_set', 'saved_records', 'regrade_tables', 'regrade_markdown',
+           'recorded_verdicts', 'verdicts_on_these_patches', 'with_official_logs', 'predictions_of', 'cmd_regrade']
 
 # %% ../../nbs/cli/13e_cli_regrade.ipynb #8dce9059
 def gradable_set(path: str | None, dataset: str) -> tuple:
@@ -82,6 +82,18 @@ def regrade_markdown(t: dict, title: str, note: str) -> str:
         parts += ["Each disagreement, with what swecl's record shows:", md(t["disagreements"])]
     return "\n\n".join(parts) + "\n"
 
+# %% ../../nbs/cli/13e_cli_regrade.ipynb #549a1936
+EVAL_STATE_ARGS = (
+    arg(
+        "--condition",
+        help="the condition (memory_disabled, memory_enabled) of an eval_state.json given as --predictions or --authors",
+    ),
+    arg(
+        "--model",
+        help="the model of an eval_state.json that holds several (its key there), for --predictions and --authors",
+    ),
+)  # what picks the patches and verdicts out of an SWE-Bench-CL eval_state.json
+
 # %% ../../nbs/cli/13e_cli_regrade.ipynb #549a1937
 REGRADE_ARGS = (
     arg("--predictions", required=True, metavar="JSONL", help="SWE-bench predictions (instance_id, model_patch)"),
@@ -97,14 +109,7 @@ REGRADE_ARGS = (
         metavar="DIR",
         help="the official harness's per-instance logs: each disagreement gets the tests that differ",
     ),
-    arg(
-        "--condition",
-        help="the condition (memory_disabled, memory_enabled) of an eval_state.json given as --predictions or --authors",
-    ),
-    arg(
-        "--model",
-        help="the model of an eval_state.json that holds several (its key there), for --predictions and --authors",
-    ),
+    *EVAL_STATE_ARGS,
     arg(
         "--source",
         help="where the predictions come from, in words (a repository and commit, a paper): the report shows it",
@@ -167,13 +172,9 @@ def with_official_logs(disagree: list, tasks: list, records: list, logs) -> list
         d["evidence"] = disagreement_evidence(r, diffs, log is not None)
     return disagree
 
-# %% ../../nbs/cli/13e_cli_regrade.ipynb #adc75e24
-@command(
-    "regrade",
-    *REGRADE_ARGS,
-)
-def cmd_regrade(a):
-    "Tables on stdout; `--json`: the records and tables (the report renders `results/regrade-*.json`)."
+# %% ../../nbs/cli/13e_cli_regrade.ipynb #adc75e23
+def predictions_of(a) -> dict:
+    "instance_id -> patch of `--predictions` (one condition and model of an eval_state.json); `UsageError` otherwise."
     try:
         preds = regrade.read_predictions(a.predictions, a.condition, a.model)
     except ValueError as e:
@@ -183,6 +184,16 @@ def cmd_regrade(a):
             f"--model picks a model of an eval_state.json, and {a.predictions} is a predictions file of one model; "
             "leave --model out."
         )
+    return preds
+
+# %% ../../nbs/cli/13e_cli_regrade.ipynb #adc75e24
+@command(
+    "regrade",
+    *REGRADE_ARGS,
+)
+def cmd_regrade(a):
+    "Tables on stdout; `--json`: the records and tables (the report renders `results/regrade-*.json`)."
+    preds = predictions_of(a)
     theirs, elsewhere = verdicts_on_these_patches(a, recorded_verdicts(a), preds)
     how = parallel_options(a)  # before grading: a bad option must not cost a run
     b, tasks = load_tasks(a.dataset, a.instances, None, a.sequences)

@@ -48,7 +48,7 @@ def is_eval_state(path) -> bool:
         return False
     return isinstance(data, dict) and "task_eval_progress" in data
 
-
+# %% ../../nbs/grading/04d_regrade.ipynb #c7ef4c7d
 def eval_state_predictions(data: dict, condition: str | None, model: str | None = None) -> dict:
     "instance_id -> patch of one condition of an SWE-Bench-CL `eval_state.json` (`model` may be left out when it holds one)."
     runs = data["task_eval_progress"]
