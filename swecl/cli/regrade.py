@@ -152,7 +152,7 @@ def verdicts_on_these_patches(a, theirs: dict | None, preds: dict) -> tuple:
     try:
         patches = regrade.recorded_patches(a.authors, a.condition or "memory_disabled", a.model)
     except ValueError as e:
-        raise UsageError(f"{a.authors}: {e}") from None
+        raise UsageError(str(e)) from None  # it names the file
     kept, other = regrade.verdicts_on_graded_patches(theirs, preds, patches)
     if not other:
         return kept, ""

@@ -99,34 +99,35 @@ def setup_py_at(gitdir: Path, commit: str) -> str:
     return r.stdout if r.returncode == 0 else ""
 
 
+def _placed(copy, where: str) -> tuple[bool, str]:
+    "(whether jquery-ui's files were had and `copy(source)` put them in `where`, the note saying so or why not)."
+    source, note = jquery_ui_source()
+    if not source:
+        return False, note
+    try:
+        copy(source)
+    except OSError as e:  # a full disk, say: the build's failure then has this for its cause
+        return (
+            False,
+            f"jquery-ui 1.12.1 could not be copied into {where} ({e}); matplotlib's setup then downloads it itself",
+        )
+    return True, note
+
+
 def vendor_jquery_ui(tree: Path) -> str:
     "jquery-ui put in the project `tree` when its `setup.py` downloads it; '' or, when it could not be had, why."
     setup = Path(tree) / "setup.py"
     if setup.is_symlink() or not setup.is_file() or not needs_jquery_ui(setup.read_text(errors="replace")):
         return ""
-    source, note = jquery_ui_source()
-    if not source:
-        return note + "."
-    try:
-        shutil.copytree(source, Path(tree) / WEB_BACKEND / JQUERY_UI, dirs_exist_ok=True)
-    except OSError as e:  # a full disk, say: the build's failure then has this for its cause
-        return (
-            f"jquery-ui 1.12.1 could not be copied into the project ({e}); matplotlib's setup then downloads it itself."
-        )
-    return ""
+    dest = Path(tree) / WEB_BACKEND / JQUERY_UI
+    ok, note = _placed(lambda source: shutil.copytree(source, dest, dirs_exist_ok=True), "the project")
+    return "" if ok else note + "."
 
 
 def jquery_ui_install(setup_py: str, env_path: Path) -> tuple[str, list]:
     "(the step a testbed's install runs first, notes): jquery-ui kept in the env folder; ('', []) when not downloaded."
     if not needs_jquery_ui(setup_py):
         return "", []
-    source, note = jquery_ui_source()
-    if not source:
-        return "", [note]
-    try:
-        atomic_dir(Path(env_path) / "downloads", lambda tmp: shutil.copytree(source, tmp / JQUERY_UI))
-    except OSError as e:
-        return "", [
-            f"jquery-ui 1.12.1 could not be copied into the env ({e}); matplotlib's setup then downloads it itself"
-        ]
-    return jquery_ui_step("/testenv/downloads"), [note]
+    keep = lambda source: atomic_dir(Path(env_path) / "downloads", lambda tmp: shutil.copytree(source, tmp / JQUERY_UI))
+    ok, note = _placed(keep, "the env")
+    return jquery_ui_step("/testenv/downloads") if ok else "", [note]

@@ -154,7 +154,10 @@ def recorded_patches(path, condition: str = "memory_disabled", model: str | None
     runs = data.get("task_eval_progress") if isinstance(data, dict) else None
     if not isinstance(runs, dict) or not runs:
         return {}
-    by_condition = runs[which_model(runs, model)]  # several models and none named: ModelChoiceError, not a guess
+    try:
+        by_condition = runs[which_model(runs, model)]  # several models and none named: ModelChoiceError, not a guess
+    except ModelChoiceError as e:
+        raise ModelChoiceError(f"{path}: {e}") from None
     kept = by_condition.get(condition) if isinstance(by_condition, dict) else None
     if not isinstance(kept, dict):
         return {}

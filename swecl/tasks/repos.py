@@ -19,9 +19,10 @@ from ..base.core import SandboxError, cache_dir
 from ..base.labels import Label
 
 # %% auto #0
-__all__ = ['NO_HOUSEKEEPING', 'SAFE_GIT', 'GIT_IDENTITY', 'GITHUB_URL', 'MISSING_BLOB', 'git', 'git_dir', 'git_in', 'git_show',
-           'scm_version', 'mirror_candidates', 'find_repo', 'submodules', 'fill_submodules', 'empty_submodules',
-           'submodule_hint', 'extract_tree', 'tree_error', 'extract_partial', 'checkout_tree', 'export_tree']
+__all__ = ['NO_HOUSEKEEPING', 'SAFE_GIT', 'GIT_IDENTITY', 'GITHUB_URL', 'GITMODULES_QUERY', 'MISSING_BLOB', 'git', 'git_dir',
+           'git_in', 'git_show', 'scm_version', 'mirror_candidates', 'find_repo', 'submodules', 'fill_submodules',
+           'empty_submodules', 'submodule_hint', 'extract_tree', 'tree_error', 'extract_partial', 'checkout_tree',
+           'export_tree']
 
 # %% ../../nbs/tasks/03d_repos.ipynb #a02ad8bf
 NO_HOUSEKEEPING = ("gc.auto=0", "maintenance.auto=false", "gc.autoDetach=false")
@@ -129,6 +130,9 @@ def find_repo(repo: str, mirrors: list) -> Path:
 GITHUB_URL = re.compile(r"github\.com[:/]([^/\s]+)/([^/\s]+?)(?:\.git)?/?$")
 
 # %% ../../nbs/tasks/03d_repos.ipynb #13c84437
+GITMODULES_QUERY = ("-z", "--get-regexp", r"^submodule\..*\.(path|url)$")  # after `git config` and the file to read
+
+
 def _gitmodules_paths(conf: str) -> dict[str, str]:
     "{path: url} of `git config -z --get-regexp` output (key, newline, value; NUL-ended) over path and url keys."
     # -z: a submodule's name may hold spaces, so a space cannot end the key
@@ -147,9 +151,7 @@ def submodules(gitdir: Path, commit: str) -> list[tuple[str, str, str | None]]:
     links = {p: sha for _, kind, sha, p in (line.split(None, 3) for line in tree) if kind == "commit"}
     if not links:
         return []
-    conf = git_in(
-        gitdir, "config", "-z", f"--blob={commit}:.gitmodules", "--get-regexp", r"^submodule\..*\.(path|url)$"
-    )
+    conf = git_in(gitdir, "config", f"--blob={commit}:.gitmodules", *GITMODULES_QUERY)
     urls = _gitmodules_paths(conf.stdout)
     return [(p, sha, _github_name(urls.get(p, ""))) for p, sha in links.items()]
 
@@ -175,7 +177,7 @@ def empty_submodules(tree: Path) -> list[tuple[str, str | None]]:
         if gm.is_symlink() or not gm.is_file():
             return []
         conf = subprocess.run(
-            ["git", "config", "-z", "-f", str(gm), "--get-regexp", r"^submodule\..*\.(path|url)$"],
+            ["git", "config", "-f", str(gm), *GITMODULES_QUERY],
             capture_output=True,
             text=True,
             errors="replace",
