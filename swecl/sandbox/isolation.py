@@ -230,9 +230,10 @@ def filter_fd():
 # %% ../../nbs/sandbox/03h_isolation.ipynb #5270ac40
 def bwrap_argv(
     cmd: str, testbed: Path, env_path: Path, binds=(), variables=None, writable_env=False, network=False, limits=None,
-    seccomp: int | None = None,
+    seccomp: int | None = None, mounts=(),
 ) -> list:  # fmt: skip
-    "The bubblewrap command line that runs `cmd` (bash) in `testbed`, with the environment `env_path` at /testenv."
+    """The bubblewrap command line that runs `cmd` (bash) in `testbed`, with the environment `env_path` at /testenv;
+    `mounts`: (host folder, where inside, writable) mounted after the env, so one may lie over a folder of it."""
     a = [bwrap_path(), *BWRAP_ARGS[:1], *([] if network else ["--unshare-net"]), *BWRAP_ARGS[1:]]
     a += [] if seccomp is None else ["--seccomp", str(seccomp)]  # the open `filter_fd()`: no nested user namespace
     a += scratch_args(limits or Limits())
@@ -241,6 +242,8 @@ def bwrap_argv(
     for b in binds:
         a += [] if b.startswith("/usr/") else mount_ro(b)  # the interpreter the env's venv points at
     a += ["--bind" if writable_env else "--ro-bind", str(env_path), "/testenv"]
+    for host, inside, writable in mounts:
+        a += ["--bind" if writable else "--ro-bind", str(host), inside]
     a += ["--bind", str(testbed), "/testbed", "--chdir", "/testbed", "--clearenv"]
     for k, v in scrubbed_env(variables).items():
         a += ["--setenv", k, v]
@@ -249,12 +252,12 @@ def bwrap_argv(
 # %% ../../nbs/sandbox/03h_isolation.ipynb #55d329df
 def command_argv(
     cmd: str, testbed: Path, env_path: Path, binds=(), variables=None, writable_env=False, network=False, unsafe=False,
-    limits=None, seccomp=None,
+    limits=None, seccomp=None, mounts=(),
 ) -> tuple[list, dict]:  # fmt: skip
     "(argv, environment of the host process) that run `cmd`: under bubblewrap, or with `unsafe` plain on the host."
     if unsafe:
         return ["bash", "-c", cmd], scrubbed_env(variables)
-    argv = bwrap_argv(cmd, testbed, env_path, binds, variables, writable_env, network, limits, seccomp)
+    argv = bwrap_argv(cmd, testbed, env_path, binds, variables, writable_env, network, limits, seccomp, mounts)
     return argv, {"PATH": "/usr/bin:/bin"}
 
 # %% ../../nbs/sandbox/03h_isolation.ipynb #b30f6727

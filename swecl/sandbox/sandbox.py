@@ -20,7 +20,10 @@ from typing import Protocol, runtime_checkable
 from fastcore.basics import patch
 from filelock import FileLock
 
-from ..base.core import EnvError, SandboxError, component_problem, hold_use
+from ..base.core import EnvError, SandboxError, cache_dir, component_problem, hold_use
+from ..base.labels import Label
+from ..base.schema import Task
+from ..envs.builds import CCACHE
 from ..envs.envs import Env, mini_env, swebench_env
 from swecl.sandbox.isolation import (
     DiskWatch,
@@ -28,17 +31,11 @@ from swecl.sandbox.isolation import (
     RunResult,
     as_root,
     bwrap_path,
+    cgroup_setup,
     chown_tree,
     command_argv,
-    mount_tmpfs,
-)
-
-# isort: split
-from ..base.labels import Label
-from ..base.schema import Task
-from swecl.sandbox.isolation import (
-    cgroup_setup,
     filter_fd,
+    mount_tmpfs,
     open_regular,
     run_limited,
     sandbox_uid,
@@ -49,8 +46,24 @@ from .testbeds import close_view, install_same, installed, mark_installed, open_
 from ..tasks.repos import SAFE_GIT, empty_submodules, export_tree, find_repo, git, submodule_hint
 
 # %% auto #0
-__all__ = ['MAX_READ_BYTES', 'PATCH_SIZES', 'MOUNTED', 'Session', 'LocalSession', 'PatchTooLarge', 'take_patch', 'install_steps',
-           'disk_cap', 'LocalSandbox']
+__all__ = ['SHARED_CCACHE', 'MAX_READ_BYTES', 'PATCH_SIZES', 'MOUNTED', 'shared_ccache', 'Session', 'LocalSession',
+           'PatchTooLarge', 'take_patch', 'install_steps', 'disk_cap', 'LocalSandbox']
+
+# %% ../../nbs/sandbox/03_sandbox.ipynb #b7c0ccac02
+SHARED_CCACHE = "ccache"  # in the cache folder
+
+
+def shared_ccache(env: Env, writable: bool) -> tuple[list, dict]:
+    "(mounts, variables) that lay the shared compiler cache over the env's own when its install compiles through it."
+    if not env.install or f"CCACHE_DIR=/testenv/{CCACHE}" not in env.install:
+        return [], dict(env.variables)
+    host = cache_dir() / SHARED_CCACHE
+    host.mkdir(parents=True, exist_ok=True)
+    if host.stat().st_uid != sandbox_uid():  # the sandbox's user fills it
+        os.chown(host, sandbox_uid(), -1)
+    (Path(env.path) / CCACHE).mkdir(exist_ok=True)  # where it is mounted
+    read_only = {} if writable else {"CCACHE_READONLY": "1", "CCACHE_TEMPDIR": "/tmp"}  # ccache writes no file
+    return [(host, f"/testenv/{CCACHE}", writable)], dict(env.variables) | read_only
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #bb605016
 @runtime_checkable
@@ -106,15 +119,18 @@ class LocalSession:
 # %% ../../nbs/sandbox/03_sandbox.ipynb #e1429624
 @patch
 def run(
-    self: LocalSession, cmd, timeout=None, max_output=1 << 20, input=None, writable_env=False, network=False
-) -> RunResult:
-    "Run `cmd` (bash) in the sandbox; output is stdout+stderr, cut to `max_output` characters."
+    self: LocalSession, cmd, timeout=None, max_output=1 << 20, input=None, writable_env=False, network=False,
+    build_cache: bool | None = None,
+) -> RunResult:  # fmt: skip
+    """Run `cmd` (bash) in the sandbox; output is stdout+stderr, cut to `max_output` characters. `build_cache`: the
+    shared compiler cache mounted writable (True) or read-only (False), or not at all (None; `shared_ccache`)."""
     if self.closed:
         raise SandboxError("This session is closed; open a new one for the task.")
     e, t, safe = self.env, timeout or self.limits.timeout, not self.unsafe
+    mounts, variables = ([], e.variables) if build_cache is None else shared_ccache(e, build_cache)
     with filter_fd() as fd:  # the seccomp filter: no nested user namespace
         argv, host_env = command_argv(
-            cmd, self.testbed, e.path, e.binds, e.variables, writable_env, network, self.unsafe, self.limits, fd
+            cmd, self.testbed, e.path, e.binds, variables, writable_env, network, self.unsafe, self.limits, fd, mounts
         )
         fds = (fd,) if safe else ()
         return run_limited(argv, self.testbed, host_env, self.limits, t, input, max_output, self.watch, safe, fds)
@@ -217,15 +233,16 @@ def install_steps(session, pre: bool, install_step) -> RunResult | None:
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #96e19d3a
 @patch
-def install(self: LocalSession, pre: bool = True) -> RunResult | None:
-    "The spec's `pre_install` edits (when `pre`) and per-task `install` step, with the env writable under a lock."
+def install(self: LocalSession, pre: bool = True, trusted: bool = False) -> RunResult | None:
+    """The spec's `pre_install` edits (when `pre`) and per-task `install` step, with the env writable under a lock;
+    `trusted`: the tree is the base commit's (a testbed being prepared), so its compiles may fill the shared cache."""
 
     def step():
         with FileLock(str(self.env.path) + ".install.lock"):
             if self.env.path.stat().st_uid != sandbox_uid():
                 chown_tree(self.env.path, sandbox_uid())
             mark_installed(self.env, None)  # the env no longer holds a prepared copy's install (`_install` says whose)
-            return self.run(self.env.install, writable_env=True)
+            return self.run(self.env.install, writable_env=True, build_cache=trusted)
 
     return install_steps(self, pre, step)
 
@@ -380,7 +397,7 @@ def _prepare(self: LocalSandbox, task: Task, root: Path, cap: str, install: bool
 # %% ../../nbs/sandbox/03_sandbox.ipynb #7b1e0a02
 def _install(s: LocalSession, key: str, pre: bool):
     "Run the install step (with the pre-install edits when `pre`), commit the setup and record it in the env."
-    if (r := s.install(pre=pre)) is None:
+    if (r := s.install(pre=pre, trusted=True)) is None:  # the base commit's tree: no patch yet
         return
     if r.exit_code:
         msg = f"The install step of {s.task.instance_id} failed ({s.env.install}): {r.output.strip()[-300:]}"
