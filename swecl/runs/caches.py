@@ -19,7 +19,7 @@ from ..sandbox.testbeds import forget
 __all__ = ['CACHES', 'CacheEntry', 'cache_entries', 'cache_rows', 'remove_entry', 'CachePrune', 'prune_caches']
 
 # %% ../../nbs/runs/11d_caches.ipynb #0f588f16
-CACHES = ("envs", "testbeds", "grades", "embeddings")
+CACHES = ("envs", "testbeds", "grades", "embeddings", "ccache")
 
 
 @dataclass
@@ -62,6 +62,8 @@ def cache_entries(cache: str, root: Path | None = None) -> list[CacheEntry]:
         out = _files(cache, root / "grades", "*/*.json")
     elif cache == "embeddings":
         out = _files(cache, root / "embeddings", "*")
+    elif cache == "ccache":  # ccache's 16 top folders (it trims itself to CCACHE_MAXSIZE, too)
+        out = _files(cache, root / "ccache", "[0-9a-f]")
     else:
         raise ValueError(f"Unknown cache {cache!r}; the caches are {', '.join(CACHES)}.")
     return sorted(out, key=lambda e: e.used)
