@@ -24,6 +24,7 @@ from ..base.core import EnvError, SandboxError, cache_dir, component_problem, ho
 from ..base.labels import Label
 from ..base.schema import Task
 from ..envs.builds import CCACHE
+from ..envs.envcache import PATCHED_MARK
 from ..envs.envs import Env, mini_env, swebench_env
 from swecl.sandbox.isolation import (
     DiskWatch,
@@ -46,11 +47,16 @@ from .testbeds import close_view, install_same, installed, mark_installed, open_
 from ..tasks.repos import SAFE_GIT, empty_submodules, export_tree, find_repo, git, submodule_hint
 
 # %% auto #0
-__all__ = ['SHARED_CCACHE', 'MAX_READ_BYTES', 'PATCH_SIZES', 'MOUNTED', 'shared_ccache', 'Session', 'LocalSession',
-           'PatchTooLarge', 'take_patch', 'install_steps', 'disk_cap', 'LocalSandbox']
+__all__ = ['SHARED_CCACHE', 'MAX_READ_BYTES', 'PATCH_SIZES', 'MOUNTED', 'patched_mark', 'shared_ccache', 'Session',
+           'LocalSession', 'PatchTooLarge', 'take_patch', 'install_steps', 'disk_cap', 'LocalSandbox']
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #b7c0ccac02
 SHARED_CCACHE = "ccache"  # in the cache folder
+
+
+def patched_mark(env: Env) -> Path:
+    "The file, beside the env's folder (out of every sandbox's reach), that says a patched install has run in the env."
+    return Path(f"{env.path}{PATCHED_MARK}")
 
 
 def shared_ccache(env: Env, writable: bool) -> tuple[list, dict]:
@@ -235,14 +241,18 @@ def install_steps(session, pre: bool, install_step) -> RunResult | None:
 @patch
 def install(self: LocalSession, pre: bool = True, trusted: bool = False) -> RunResult | None:
     """The spec's `pre_install` edits (when `pre`) and per-task `install` step, with the env writable under a lock;
-    `trusted`: the tree is the base commit's (a testbed being prepared), so its compiles may fill the shared cache."""
+    `trusted`: the tree is the base commit's (a testbed being prepared), so its compiles may fill the shared cache, as
+    long as no patched install has run in the env (`patched_mark`)."""
 
     def step():
         with FileLock(str(self.env.path) + ".install.lock"):
             if self.env.path.stat().st_uid != sandbox_uid():
                 chown_tree(self.env.path, sandbox_uid())
             mark_installed(self.env, None)  # the env no longer holds a prepared copy's install (`_install` says whose)
-            return self.run(self.env.install, writable_env=True, build_cache=trusted)
+            if not trusted:  # before it runs: a patch's install may leave code in the env that later installs run
+                patched_mark(self.env).touch()
+            fills = trusted and not patched_mark(self.env).exists()
+            return self.run(self.env.install, writable_env=True, build_cache=fills)
 
     return install_steps(self, pre, step)
 
