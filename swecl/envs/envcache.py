@@ -17,12 +17,12 @@ from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
 from ..base.core import cache_dir, in_use
-from .envs import COPY_INFIX, ENV_RECIPE
+from .envs import COPY_INFIX, ENV_RECIPE, PATCHED_MARK
 
 # %% auto #0
-__all__ = ['STALE_BUILD_SECONDS', 'SWEBENCH_ENV', 'MINI_ENV', 'LOCK_SUFFIXES', 'INSTALLED_MARK', 'PATCHED_MARK', 'CachedEnv',
-           'disk_usage', 'folder_kind', 'classify', 'inventory_row', 'env_inventory', 'usage_by_repo', 'remove_env',
-           'PruneResult', 'prune_envs']
+__all__ = ['STALE_BUILD_SECONDS', 'SWEBENCH_ENV', 'MINI_ENV', 'LOCK_SUFFIXES', 'INSTALLED_MARK', 'CachedEnv', 'disk_usage',
+           'folder_kind', 'classify', 'inventory_row', 'env_inventory', 'usage_by_repo', 'remove_env', 'PruneResult',
+           'prune_envs']
 
 # %% ../../nbs/envs/03c_envcache.ipynb #ecc9d022
 STALE_BUILD_SECONDS = 24 * 3600  # a build takes minutes; a `.build-*` folder this old was left by a killed process
@@ -58,7 +58,6 @@ class CachedEnv:
 
 # %% ../../nbs/envs/03c_envcache.ipynb #bcb49b14
 INSTALLED_MARK = ".installed"  # beside an env folder: the testbed last installed into it (sandbox.testbeds)
-PATCHED_MARK = ".patched"  # beside an env folder: a patched install has run in it (sandbox.patched_mark)
 
 
 def disk_usage(*paths: Path) -> tuple:

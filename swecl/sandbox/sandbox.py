@@ -24,8 +24,7 @@ from ..base.core import EnvError, SandboxError, cache_dir, component_problem, ho
 from ..base.labels import Label
 from ..base.schema import Task
 from ..envs.builds import CCACHE
-from ..envs.envcache import PATCHED_MARK
-from ..envs.envs import Env, mini_env, swebench_env
+from ..envs.envs import PATCHED_MARK, Env, mini_env, swebench_env
 from swecl.sandbox.isolation import (
     DiskWatch,
     Limits,
