@@ -73,7 +73,7 @@ def _ccache_env(links: str) -> tuple[str, dict, list]:
         "CCACHE_NOHASHDIR": "1",
         "CCACHE_MAXSIZE": "2G",
     }
-    return path, env, ["extensions compiled behind ccache (one cache for every env, filled only by base-commit installs)"]
+    return path, env, ["extensions compiled behind ccache (shared by every env, filled by base-commit installs)"]
 
 # %% ../../nbs/envs/03k_builds.ipynb #e71dea96
 def compiled_install(
