@@ -18,14 +18,15 @@ from .venvs import atomic_dir
 from ..tasks.repos import extract_tree, find_repo
 
 # %% auto #0
-__all__ = ['COMPILED_REPOS', 'CCACHE', 'CCACHE_LINKS', 'MPLSETUP', 'MPLSETUP_TEXT', 'SYSTEM_LIBS', 'SYSTEM_LIB_STEPS',
-           'LOCALE_STEP', 'LOCALE', 'FREETYPE', 'FREETYPE_REPO', 'FREETYPE_TAG', 'AUTOTOOLS', 'MPLSETUP_LOCAL',
-           'MPLSETUP_LOCAL_TEXT', 'ccache_links', 'write_mplsetup', 'compiled_install', 'host_build_env', 'has_locale',
-           'pre_install_steps', 'freetype_source', 'matplotlib_freetype', 'system_libs']
+__all__ = ['COMPILED_REPOS', 'CCACHE', 'SESSION_CCACHE', 'CCACHE_LINKS', 'MPLSETUP', 'MPLSETUP_TEXT', 'SYSTEM_LIBS',
+           'SYSTEM_LIB_STEPS', 'LOCALE_STEP', 'LOCALE', 'FREETYPE', 'FREETYPE_REPO', 'FREETYPE_TAG', 'AUTOTOOLS',
+           'MPLSETUP_LOCAL', 'MPLSETUP_LOCAL_TEXT', 'ccache_links', 'write_mplsetup', 'compiled_install',
+           'host_build_env', 'has_locale', 'pre_install_steps', 'freetype_source', 'matplotlib_freetype', 'system_libs']
 
 # %% ../../nbs/envs/03k_builds.ipynb #84a4c0d6
 COMPILED_REPOS = ("astropy/astropy", "scikit-learn/scikit-learn", "matplotlib/matplotlib")
 CCACHE = ".ccache"  # in the env folder, at /testenv/.ccache in a session
+SESSION_CCACHE = f"/testenv/{CCACHE}"  # a session's compiles keep their cache here (sandbox.shared_ccache)
 CCACHE_LINKS = "/usr/lib/ccache"  # Debian's ccache: gcc, g++, cc … that call ccache (builds override CC in odd ways)
 MPLSETUP = "mplsetup.cfg"  # matplotlib >= 3.3 reads it from MPLSETUPCFG
 MPLSETUP_TEXT = "[libs]\nsystem_freetype = true\nsystem_qhull = true\nenable_lto = false\n"  # LTO links escape ccache
@@ -68,7 +69,7 @@ def _ccache_env(links: str) -> tuple[str, dict, list]:
         return "", {}, ["ccache is not installed: every task compiles its extensions from scratch (make sysdeps)"]
     path = f"PATH={links}:$PATH "  # first on the PATH: every compiler call goes through ccache, links included
     env = {
-        "CCACHE_DIR": f"/testenv/{CCACHE}",
+        "CCACHE_DIR": SESSION_CCACHE,
         "CCACHE_BASEDIR": "/testbed",
         "CCACHE_NOHASHDIR": "1",
         "CCACHE_MAXSIZE": "2G",

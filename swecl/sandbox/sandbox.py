@@ -23,8 +23,8 @@ from filelock import FileLock
 from ..base.core import EnvError, SandboxError, cache_dir, component_problem, hold_use
 from ..base.labels import Label
 from ..base.schema import Task
-from ..envs.builds import CCACHE
-from ..envs.envs import PATCHED_MARK, Env, mini_env, swebench_env
+from ..envs.builds import CCACHE, SESSION_CCACHE
+from ..envs.envs import Env, mini_env, patched_mark, swebench_env
 from swecl.sandbox.isolation import (
     DiskWatch,
     Limits,
@@ -46,29 +46,24 @@ from .testbeds import close_view, install_same, installed, mark_installed, open_
 from ..tasks.repos import SAFE_GIT, empty_submodules, export_tree, find_repo, git, submodule_hint
 
 # %% auto #0
-__all__ = ['SHARED_CCACHE', 'MAX_READ_BYTES', 'PATCH_SIZES', 'MOUNTED', 'patched_mark', 'shared_ccache', 'Session',
-           'LocalSession', 'PatchTooLarge', 'take_patch', 'install_steps', 'disk_cap', 'LocalSandbox']
+__all__ = ['SHARED_CCACHE', 'MAX_READ_BYTES', 'PATCH_SIZES', 'MOUNTED', 'shared_ccache', 'Session', 'LocalSession',
+           'PatchTooLarge', 'take_patch', 'install_steps', 'disk_cap', 'LocalSandbox']
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #b7c0ccac02
 SHARED_CCACHE = "ccache"  # in the cache folder
 
 
-def patched_mark(env: Env) -> Path:
-    "The file, beside the env's folder (out of every sandbox's reach), that says a patched install has run in the env."
-    return Path(f"{env.path}{PATCHED_MARK}")
-
-
 def shared_ccache(env: Env, writable: bool) -> tuple[list, dict]:
-    "(mounts, variables) that lay the shared compiler cache over the env's own when its install compiles through it."
-    if not env.install or f"CCACHE_DIR=/testenv/{CCACHE}" not in env.install:
-        return [], dict(env.variables)
+    "(mounts, variables to add) that lay the shared compiler cache over the env's own when its install compiles through it."
+    if not env.install or f"CCACHE_DIR={SESSION_CCACHE}" not in env.install:  # `builds.compiled_install` wrote it
+        return [], {}
     host = cache_dir() / SHARED_CCACHE
     host.mkdir(parents=True, exist_ok=True)
     if host.stat().st_uid != sandbox_uid():  # the sandbox's user fills it
         os.chown(host, sandbox_uid(), -1)
     (Path(env.path) / CCACHE).mkdir(exist_ok=True)  # where it is mounted
     read_only = {} if writable else {"CCACHE_READONLY": "1", "CCACHE_TEMPDIR": "/tmp"}  # ccache writes no file
-    return [(host, f"/testenv/{CCACHE}", writable)], dict(env.variables) | read_only
+    return [(host, SESSION_CCACHE, writable)], read_only
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #bb605016
 @runtime_checkable
@@ -132,10 +127,20 @@ def run(
     if self.closed:
         raise SandboxError("This session is closed; open a new one for the task.")
     e, t, safe = self.env, timeout or self.limits.timeout, not self.unsafe
-    mounts, variables = ([], e.variables) if build_cache is None else shared_ccache(e, build_cache)
+    mounts, added = ([], {}) if build_cache is None else shared_ccache(e, build_cache)
     with filter_fd() as fd:  # the seccomp filter: no nested user namespace
         argv, host_env = command_argv(
-            cmd, self.testbed, e.path, e.binds, variables, writable_env, network, self.unsafe, self.limits, fd, mounts
+            cmd,
+            self.testbed,
+            e.path,
+            e.binds,
+            e.variables | added,
+            writable_env,
+            network,
+            self.unsafe,
+            self.limits,
+            fd,
+            mounts,
         )
         fds = (fd,) if safe else ()
         return run_limited(argv, self.testbed, host_env, self.limits, t, input, max_output, self.watch, safe, fds)
@@ -249,8 +254,8 @@ def install(self: LocalSession, pre: bool = True, trusted: bool = False) -> RunR
                 chown_tree(self.env.path, sandbox_uid())
             mark_installed(self.env, None)  # the env no longer holds a prepared copy's install (`_install` says whose)
             if not trusted:  # before it runs: a patch's install may leave code in the env that later installs run
-                patched_mark(self.env).touch()
-            fills = trusted and not patched_mark(self.env).exists()
+                patched_mark(self.env.path).touch()
+            fills = trusted and not patched_mark(self.env.path).exists()
             return self.run(self.env.install, writable_env=True, build_cache=fills)
 
     return install_steps(self, pre, step)
