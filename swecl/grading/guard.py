@@ -16,10 +16,10 @@ from pathlib import PurePosixPath
 from ..tasks.repos import SAFE_GIT
 
 # %% auto #0
-__all__ = ['RUNNER_CONFIG_FILES', 'SHADOW_MODULES', 'CONTENT_CHECKED', 'RUNNER_MODULES', 'GIT_DIR_PATH', 'ENV_PROBE',
-           'path_class', 'cfg_runner_config', 'toml_runner_config', 'runner_config', 'module_names', 'shadowing',
-           'runner_scripts', 'finding', 'git_dir_line', 'zero_split', 'untracked', 'tree_changes', 'git_state',
-           'restore_raw', 'restore', 'text_at', 'exists', 'guard_tree', 'env_state', 'env_changes']
+__all__ = ['RUNNER_CONFIG_FILES', 'SHADOW_MODULES', 'CONTENT_CHECKED', 'RUNNER_MODULES', 'GIT_DIR_PATH', 'PROBE_SITE',
+           'ENV_PROBE', 'path_class', 'cfg_runner_config', 'toml_runner_config', 'runner_config', 'module_names',
+           'shadowing', 'runner_scripts', 'finding', 'git_dir_line', 'zero_split', 'untracked', 'tree_changes',
+           'git_state', 'restore_raw', 'restore', 'text_at', 'exists', 'guard_tree', 'env_state', 'env_changes']
 
 # %% ../../nbs/grading/04b_guard.ipynb #158b7097
 RUNNER_CONFIG_FILES = frozenset({"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini"})
@@ -208,37 +208,55 @@ def guard_tree(s, touched: list[str], scripts=()) -> list[str]:
     return out
 
 # %% ../../nbs/grading/04b_guard.ipynb #314f6f60
-ENV_PROBE = r"""
-import configparser, hashlib, json, os, sysconfig
-def h(p):
+PROBE_SITE = r"""
+import configparser, hashlib, json, os, re, sys, sysconfig
+RUNNER = ('pytest', '_pytest', 'pluggy', 'py', '_py', 'iniconfig', '_distutils_hack')
+norm = lambda t: re.sub(r'[0-9]+', '0', re.sub(r'g[0-9a-f]{7,40}', 'g0', t))  # a version, which a reinstall may change
+def h(p, versioned=False):
     p = os.path.join(p, '__init__.py') if os.path.isdir(p) else p
-    try: return hashlib.sha256(open(p, 'rb').read()).hexdigest()[:16]
+    try: b = open(p, 'rb').read()
     except OSError: return '?'
-site = sorted({sysconfig.get_paths()[k] for k in ('purelib', 'platlib')})
-dirs, out = [os.getcwd()] + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p], {}
+    return hashlib.sha256(norm(b.decode('utf-8', 'replace')).encode() if versioned else b).hexdigest()[:16]
+out, exe = {}, os.path.dirname(os.path.abspath(sys.executable))
+add = lambda k, v: out.setdefault(k, []).append(v)
+venv = [d for d in (exe, os.path.dirname(exe)) if os.path.isfile(os.path.join(d, 'pyvenv.cfg'))][:1]  # as site.py would
+site = sorted({sysconfig.get_paths(vars={'base': p, 'platbase': p})[k] for p in venv + [sys.prefix] for k in ('purelib', 'platlib')})
+"""  # helpers, and the site folders of the interpreter the tests run with
+
+# %% ../../nbs/grading/04b_guard.ipynb #a7e1c2d4
+ENV_PROBE = (
+    PROBE_SITE
+    + r"""
+dirs = [os.getcwd()] + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]
 for d in site:
     for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        p = os.path.join(d, f)
         if f.endswith(('.pth', '.egg-link')):
-            out['pth ' + f] = h(os.path.join(d, f))
-            for l in open(os.path.join(d, f), errors='replace'):
-                if l.strip() and not l.startswith(('#', 'import')): dirs.append(os.path.join(d, l.strip()))
-for d in dirs + site:
+            add('pth ' + os.path.join(d, norm(f)), h(p, True))
+            for l in open(p, errors='replace'):
+                if l.strip() and not l.startswith(('#', 'import')): dirs.append(os.path.normpath(os.path.join(d, l.strip())))
+        elif f.endswith('.py') and not f.startswith(('sitecustomize', 'usercustomize')): add('module ' + os.path.join(d, norm(f)), h(p, True))
+        elif f in RUNNER:
+            for root, ds, fs in os.walk(p):
+                for g in sorted(x for x in fs if x.endswith('.py')): add('runner ' + os.path.join(root, g), h(os.path.join(root, g)))
+for d in dict.fromkeys(dirs + site):
     for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
-        if f.split('.')[0] in ('sitecustomize', 'usercustomize'): out['startup ' + os.path.join(d, f)] = h(os.path.join(d, f))
+        if f.split('.')[0] in ('sitecustomize', 'usercustomize'): add('startup ' + os.path.join(d, f), h(os.path.join(d, f)))
         ep = os.path.join(d, f, 'entry_points.txt')
         if f.endswith(('.dist-info', '.egg-info')) and os.path.isfile(ep):
             cp = configparser.RawConfigParser(interpolation=None)
             try: cp.read(ep)
-            except configparser.Error: out['entry points ' + ep] = h(ep)
-            if cp.has_section('pytest11'): out['pytest11 ' + ep] = sorted(cp.items('pytest11'))
+            except configparser.Error: add('entry points ' + os.path.join(d, norm(f)), h(ep))
+            if cp.has_section('pytest11'): add('pytest11 ' + os.path.join(d, norm(f)), sorted(cp.items('pytest11')))
 for root, ds, fs in os.walk(os.getcwd()):
     ds[:] = [x for x in ds if x != '.git']
     for f in fs:
         if f in ('conftest.py', 'pytest.ini', '.pytest.ini', 'pytest.toml', '.pytest.toml', 'tox.ini', 'setup.cfg',
                  'pyproject.toml') or f.endswith('.pth'):
-            out['tree ' + os.path.relpath(os.path.join(root, f))] = h(os.path.join(root, f))
-print(json.dumps(out, sort_keys=True))
+            add('tree ' + os.path.relpath(os.path.join(root, f)), h(os.path.join(root, f)))
+print(json.dumps({k: sorted(v) for k, v in out.items()}, sort_keys=True))
 """
+)
 
 # %% ../../nbs/grading/04b_guard.ipynb #04cef336
 def env_state(s) -> dict:
