@@ -220,7 +220,8 @@ def h(p, versioned=False):
 out, exe = {}, os.path.dirname(os.path.abspath(sys.executable))
 add = lambda k, v: out.setdefault(k, []).append(v)
 venv = [d for d in (exe, os.path.dirname(exe)) if os.path.isfile(os.path.join(d, 'pyvenv.cfg'))][:1]  # as site.py would
-site = sorted({sysconfig.get_paths(vars={'base': p, 'platbase': p})[k] for p in venv + [sys.prefix] for k in ('purelib', 'platlib')})
+site = sorted({sysconfig.get_paths(vars={'base': p, 'platbase': p})[k] for p in venv + [sys.prefix] for k in ('purelib', 'platlib')}
+              | {os.path.expanduser('~/.local/lib/python%d.%d/site-packages' % sys.version_info[:2])})  # and the user's
 """  # helpers, and the site folders of the interpreter the tests run with
 
 # %% ../../nbs/grading/04b_guard.ipynb #a7e1c2d4
