@@ -234,7 +234,7 @@ for d in site:
         p = os.path.join(d, f)
         if f.endswith(('.pth', '.egg-link')):
             add('pth ' + os.path.join(d, norm(f)), h(p, True))
-            for l in open(p, errors='replace'):
+            for l in open(p, errors='replace') if os.path.isfile(p) else []:  # a folder so named is no .pth
                 if l.strip() and not l.startswith(('#', 'import')): dirs.append(os.path.normpath(os.path.join(d, l.strip())))
         elif f.endswith('.py') and not f.startswith(('sitecustomize', 'usercustomize')): add('module ' + os.path.join(d, norm(f)), h(p, True))
         elif f in RUNNER:
@@ -272,4 +272,7 @@ def env_changes(before: dict, after: dict) -> list[str]:
     "What differs between two `env_state` answers, one line per key."
     keys = sorted(set(before) | set(after))
     how = lambda k: "added" if k not in before else "removed" if k not in after else "changed"
-    return [f"{k}: {how(k)} by the install step" for k in keys if before.get(k) != after.get(k)]
+    out = [f"{k}: {how(k)} by the install step" for k in keys if before.get(k) != after.get(k)]
+    if "probe failed" in after and not out:  # the same failure on both sides would hide all the env holds
+        out.append("probe failed: the probe fails before and after the install step, so the env cannot be checked")
+    return out
