@@ -25,6 +25,7 @@ from conftest import first_by_default
 from swecl.base.core import SandboxError
 from swecl.envs.envs import mini_env
 from swecl.grading.grading import grade, prepare_tests
+from swecl.pool.edits import file_diff
 from swecl.sandbox import testbeds  # not its names: pytest would collect `testbed_key` as a test
 from swecl.sandbox.isolation import SANDBOX_UID, Limits
 from swecl.sandbox.sandbox import LocalSandbox
@@ -499,13 +500,6 @@ SITE_WRITES = {
 }
 
 
-def new_file(path: str, text: str) -> str:
-    "The diff that adds `path` with `text`."
-    lines = text.splitlines()
-    head = f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
-    return head + f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines)
-
-
 @needs_root
 @pytest.mark.parametrize("name", first_by_default(list(SITE_WRITES)))
 def test_what_a_patched_install_writes_into_site_packages_is_named(tmp_path, own_cache, name):
@@ -513,7 +507,9 @@ def test_what_a_patched_install_writes_into_site_packages_is_named(tmp_path, own
     env = env_with_install(tmp_path, INSTALL)
     sb = sandbox_with(env, workdir=tmp_path)
     setup_py = "import sysconfig\nsite = sysconfig.get_paths()['purelib']\n" + SITE_WRITES[name] + "\n"
-    control = grade(TASK, TASK.patch + new_file("setup.py", "import sysconfig\n"), sb)  # an install that writes nothing
+    control = grade(
+        TASK, TASK.patch + file_diff("setup.py", None, "import sysconfig\n"), sb
+    )  # an install that writes nothing
     assert control.resolved and control.suspicious == [], control
-    g = grade(TASK, TASK.patch + new_file("setup.py", setup_py), sb)
+    g = grade(TASK, TASK.patch + file_diff("setup.py", None, setup_py), sb)
     assert not g.resolved and any("by the install step" in f and "site-packages" in f for f in g.suspicious), g
