@@ -404,7 +404,8 @@ def test_a_malicious_patch_graded_leaves_the_prepared_copy_and_the_next_session_
 
 # an install step like `pip install -e .`: runs the tree's setup.py (with the env writable), and a python
 INSTALL = (
-    "if [ -f setup.py ]; then python setup.py; fi && python -c pass && cp src/textkit/wrap.py /testenv/installed.py"
+    "if [ -f setup.py ]; then python setup.py; fi && python -c pass"
+    " && mkdir -p /testenv/share && cp src/textkit/wrap.py /testenv/share/installed.py"  # share/: a data file
 )
 
 
@@ -420,7 +421,7 @@ def test_the_install_mark_is_out_of_the_sandboxes_reach(tmp_path):
 
 def patched_install(sb, env, setup_py: str, wrap: str | None = None):
     "Grading's install over a patched tree (`prepare_tests`, the env writable) with `setup_py` and `wrap` in the patch."
-    with sb.open(TASK, reinstalls=True) as s:
+    with sb.open(TASK) as s:
         s.write_file("setup.py", textwrap.dedent(setup_py))
         if wrap is not None:
             s.write_file("src/textkit/wrap.py", wrap)
@@ -442,7 +443,8 @@ def test_the_install_mark_is_not_written_through_a_sandbox_symlink(tmp_path, own
     patched_install(
         sb, env, f"import sysconfig\nopen(sysconfig.get_paths()['purelib'] + '/zz.pth', 'w').write({pth!r})\n"
     )
-    assert (env.path / PLANTED).is_symlink()  # planted (the control)
+    assert not os.path.lexists(env.path / PLANTED)  # the patch's install wrote only its session's layer of the env
+    os.symlink(victim, env.path / PLANTED)  # as a patch could before that layer: the host must still not follow it
     with sb.open(TASK):  # the next session of the task installs again (the mark is not its key), as grading left it
         pass
     assert victim.read_text() == "precious\n"
@@ -455,7 +457,8 @@ def test_a_fifo_install_mark_does_not_hang_the_harness(tmp_path, own_cache):
     sb.open(TASK).close()
     patched_install(sb, env, f"import os\nos.mkfifo('/testenv/{PLANTED}')\n")
     fifo = env.path / PLANTED
-    assert stat.S_ISFIFO(fifo.lstat().st_mode)  # planted (the control)
+    assert not os.path.lexists(fifo)  # the patch's install wrote only its session's layer of the env
+    os.mkfifo(fifo)  # as a patch could before that layer: the harness must still not block on it
     done = []
     t = threading.Thread(target=lambda: done.append(sb.open(TASK).close()), daemon=True)
     t.start()
@@ -478,16 +481,16 @@ def test_a_patched_install_cannot_forge_the_mark_and_skip_the_next_install(tmp_p
     env = env_with_install(tmp_path, INSTALL)
     sb = sandbox_with(env, workdir=tmp_path)
     with sb.open(TASK) as s:
-        base_wrap = s.run("cat /testenv/installed.py").output
+        base_wrap = s.run("cat /testenv/share/installed.py").output
     key = testbeds.testbed_key(TASK, env, True)
     # the control: a patched install without the forgery; the next session installs the base again
     patched_install(sb, env, "pass\n", wrap="EVIL = 1\n")
     with sb.open(TASK) as s:
-        assert s.run("cat /testenv/installed.py").output == base_wrap
+        assert s.run("cat /testenv/share/installed.py").output == base_wrap
     # the forgery: the patch's setup.py writes the task's key (computable from public data) into the mark
     patched_install(sb, env, f"open('/testenv/{PLANTED}', 'w').write({key!r})\n", "EVIL = 1\n")
     with sb.open(TASK) as s:
-        assert s.run("cat /testenv/installed.py").output == base_wrap
+        assert s.run("cat /testenv/share/installed.py").output == base_wrap
 
 
 # --- what a patched install writes into the env's site-packages is named ------------------------------------------------

@@ -14,8 +14,8 @@ import yaml
 
 # %% auto #0
 __all__ = ['LABELS_FILE', 'SIDES', 'COLUMNS', 'Label', 'TABLE_COLUMNS', 'GRADABLE_FILES', 'LabelRow', 'member_name',
-           'read_labels', 'labels_markdown', 'gold_grades_here', 'label_side', 'excuses', 'stated_label', 'infra_label',
-           'patch_caused', 'counted_as', 'as_counted', 'counted_verdict']
+           'read_labels', 'labels_markdown', 'gold_grades_here', 'label_side', 'excuses', 'stated_label',
+           'record_excuses', 'infra_label', 'patch_caused', 'counted_as', 'as_counted', 'counted_verdict']
 
 # %% ../../nbs/base/00a_labels.ipynb #8edb47106e1a46a883d545849b8ab81b
 LABELS_FILE = files("swecl") / "data" / "labels.yaml"
@@ -87,9 +87,13 @@ def label_side(label: str) -> str:
         return "run"  # never trust an unknown label
 
 # %% ../../nbs/base/00a_labels.ipynb #c0a1b2c305
-def excuses(label: str | None, instance_id: str | None) -> bool:
-    "Whether `label` keeps an attempt of `instance_id` out of the rates (see above)."
-    return bool(label) and (label_side(label) != "run" or instance_id not in gold_grades_here())
+def excuses(label: str | None, instance_id: str | None, after_patch: bool = False) -> bool:
+    "Whether `label` keeps an attempt of `instance_id` out of the rates; `after_patch`: it arose once the patch applied."
+    if not label or instance_id not in gold_grades_here():
+        return bool(label)
+    if label in ("model_error", "model-error"):  # the model did not answer: no patch was made to blame
+        return True
+    return not after_patch and label_side(label) != "run"
 
 # %% ../../nbs/base/00a_labels.ipynb #61d65dc1
 def stated_label(r: dict) -> str | None:
@@ -98,16 +102,21 @@ def stated_label(r: dict) -> str | None:
     return why if isinstance(why, str) and why else "model_error" if r.get("exit_reason") == "model_error" else None
 
 
+def record_excuses(r: dict, why: str | None) -> bool:
+    "`excuses` for a record: its instance, and whether its patch applied (a frame's NaN or numpy bool read right)."
+    return excuses(why, r.get("instance_id"), r.get("patch_applied") in (True,))
+
+
 def infra_label(r: dict) -> str | None:
     "The label that keeps an attempt out of the rates; None when it is a verdict about the agent (`base.labels.excuses`)."
     why = stated_label(r)
-    return why if excuses(why, r.get("instance_id")) else None
+    return why if record_excuses(r, why) else None
 
 
 def patch_caused(r: dict) -> str | None:
     "The run label of an attempt that counts as not resolved all the same, because its task's gold patch grades here."
     why = stated_label(r)
-    return why if why and not excuses(why, r.get("instance_id")) else None
+    return why if why and not record_excuses(r, why) else None
 
 # %% ../../nbs/base/00a_labels.ipynb #d1e2f3a402
 def counted_as(r: dict) -> str | None:

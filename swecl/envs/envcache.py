@@ -17,7 +17,7 @@ from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
 from ..base.core import cache_dir, in_use
-from .envs import COPY_INFIX, ENV_RECIPE, patched_mark
+from .envs import COPY_INFIX, ENV_RECIPE
 
 # %% auto #0
 __all__ = ['STALE_BUILD_SECONDS', 'SWEBENCH_ENV', 'MINI_ENV', 'LOCK_SUFFIXES', 'INSTALLED_MARK', 'CachedEnv', 'disk_usage',
@@ -173,7 +173,6 @@ def remove_env(root: Path, e: CachedEnv) -> bool:
             lk.release()
     for p in _own_locks(root, e.name) + [
         root / f"{e.name}{INSTALLED_MARK}",
-        patched_mark(root / e.name),
         root / f"{e.name}.use",
     ]:  # the record of its install goes with it
         p.unlink(missing_ok=True)

@@ -31,8 +31,8 @@ from ..tasks import specversion
 from ..tasks.repos import git_in, scm_version
 
 # %% auto #0
-__all__ = ['MINI_ENV_ROOTS', 'ENV_RECIPE', 'COPY_INFIX', 'PATCHED_MARK', 'Env', 'dist_closure', 'copy_dists', 'mini_env',
-           'swebench_spec', 'patched_mark', 'swebench_env_name', 'EnvPlan', 'plan_env', 'swebench_env']
+__all__ = ['MINI_ENV_ROOTS', 'ENV_RECIPE', 'COPY_INFIX', 'Env', 'dist_closure', 'copy_dists', 'mini_env', 'swebench_spec',
+           'swebench_env_name', 'EnvPlan', 'plan_env', 'swebench_env']
 
 # %% ../../nbs/envs/03b_envs.ipynb #e7dee27b
 swebench_constants = lazy_module("swebench.harness.constants")
@@ -137,14 +137,10 @@ def swebench_spec(task: Task) -> dict:
         ) from None
 
 # %% ../../nbs/envs/03b_envs.ipynb #12fe45d5
-ENV_RECIPE = 8  # bumped when the build changes, so a cached env from an older recipe is not reused
+# bumped when the build changes, so a cached env from an older recipe is not reused; 9: envs of recipe 8 and before
+# took patched installs (since then a session's own layer takes them), so they may hold what a patch left
+ENV_RECIPE = 9
 COPY_INFIX = "-deps-"  # <env>-deps-<dependency key>: a task env copy (see `_task_env`)
-PATCHED_MARK = ".patched"  # beside an env folder: a patched install has run in it
-
-
-def patched_mark(env_path) -> Path:
-    "The file, beside the env's folder (out of every sandbox's reach), that says a patched install has run in the env."
-    return Path(f"{env_path}{PATCHED_MARK}")
 
 # %% ../../nbs/envs/03b_envs.ipynb #56f632cb
 def swebench_env_name(repo: str, version: str, pyver: str, compat: bool) -> str:
@@ -188,8 +184,6 @@ def _task_env(path: Path, task: Task, gitdir: Path, spec: dict, man: dict, pre: 
         return path, []
     build = partial(_build_task_copy, path, task, gitdir, spec, man, pre, key)
     derived = venvs.atomic_dir(path.with_name(f"{path.name}{COPY_INFIX}{key}"), build)
-    if patched_mark(path).exists():  # a copy of an env a patch has installed into may hold what it left
-        patched_mark(derived).touch()
     steps = json.loads((derived / "base-dependencies.json").read_text())["steps"]
     errors = [s["error"] for s in steps if "error" in s]
     notes = [f"the base commit's own dependencies installed into a copy of the env ({derived.name})"]

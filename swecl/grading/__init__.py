@@ -14,6 +14,7 @@ MODULES = (
     "evidence",
     "guard",
     "witness",
+    "layer",
     "grading",
     "gradecache",
     "parallel",

@@ -35,6 +35,7 @@ from swecl.grading.guard import (
     tree_changes,
     untracked,
 )
+from .layer import base_names, layer_findings, read_judged, tree_install_findings
 from .testids import missed_statuses, readable_log, with_id_spellings
 from .witness import PASSING, Witness, run_witnessed, witness_findings
 from ..sandbox.isolation import RunResult
@@ -48,7 +49,7 @@ __all__ = ['APPLY_METHODS', 'TEST_LOG_CHARS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPEN
            'parse_log', 'test_report', 'patch_files', 'apply_patch', 'refuse', 'apply_step', 'prepare_tests',
            'reset_test_files', 'apply_test_patch', 'run_tests', 'adds_dependency', 'mark_infra', 'no_results_verdict',
            'count_results', 'host_label', 'verdict', 'distrust', 'run_ids', 'namesake_status', 'witness_check',
-           'test_step', 'grade_session', 'before_the_patch', 'grade']
+           'test_step', 'install_findings', 'grade_session', 'before_the_patch', 'raised_verdict', 'grade']
 
 # %% ../../nbs/grading/04_grading.ipynb #7afc4b20
 swebench_grading = lazy_module("swebench.harness.grading")
@@ -459,6 +460,18 @@ def test_step(s: Session, task: Task, patch: str, g: Grade, logs: list, changed:
     g = verdict(g, task, r, patch, s.env.missing_system, s.env.left_out, s.env.system_libs, s.absent)
     return distrust(g, changed, contradictions)
 
+# %% ../../nbs/grading/04_grading.ipynb #0d235af2
+def install_findings(s: Session, task: Task, before: tuple, touched: list) -> list:
+    """What the install over the patched tree changed that steers the tests: the probe's answer against `before`
+    (`env_state`, `untracked` before it ran), every write of the session's layer of the env (`layer.layer_findings`),
+    and the working-copy files it wrote (judged by the tree guard again, each finding undone)."""
+    state, tree_before = before
+    found = env_changes(state, env_state(s))
+    if s.kind == "local":  # a container's own changes are not read here (see the Docker sandbox's notes)
+        found += layer_findings(s.env_writes(), base_names(s), read_judged(s.env_root))
+    written = sorted(set(tree_changes(s, tree_before)) - set(touched))
+    return found + tree_install_findings(s, written, runner_scripts(base_test_command(task)))
+
 # %% ../../nbs/grading/04_grading.ipynb #b1e3fdb9
 def grade_session(s: Session, task: Task, patch: str, g: Grade, logs: list, reject_test_edits=False) -> Grade:
     "Grade `patch` in the open session `s`: apply, guard, prepare, reset, run, parse, verdict."
@@ -471,12 +484,12 @@ def grade_session(s: Session, task: Task, patch: str, g: Grade, logs: list, reje
     g.seconds["apply"], t1 = round(time.time() - t1, 3), time.time()
     named = sorted(set(touched) | set(patch_files(patch)))  # an edited file git ignores is only in the patch
     kept = s.install_kept(named)  # the env holds this testbed's install and the patch cannot change it
-    before = env_state(s) if s.env.install and patch.strip() and not kept else None  # the install runs the patch
+    runs_patch = s.env.install and patch.strip() and not kept  # the install runs the patch's code
+    before = (env_state(s), untracked(s)) if runs_patch else None
     if code := prepare_tests(s, logs, kept):
         return mark_infra(g, Label.INSTALL, f"The install step failed with exit code {code}; see the log.")
-    changed = env_changes(before, env_state(s)) if before is not None else []
-    if not kept and not changed:
-        s.note_install(named)
+    changed = install_findings(s, task, before, touched) if before is not None else []
+    s.drop_written_bytecode()  # a planted .pyc is never loaded in place of its source
     g.suspicious += changed
     g.seconds["install"] = round(time.time() - t1, 3)
     reset_test_files(s, task.test_patch)
@@ -492,6 +505,17 @@ def before_the_patch(reason: str) -> str:
     "The label of a session that could not be opened: `reason`, or `env-build` for a label the patch's run could earn."
     return Label.ENV_BUILD if label_side(str(reason)) == "run" else reason
 
+# %% ../../nbs/grading/04_grading.ipynb #e3bbafaf
+def raised_verdict(g: Grade, e: Exception) -> Grade:
+    "`g` after swecl raised `e`: labelled `harness`, not resolved, the exception as evidence (whose it is: see above)."
+    g.resolved = g.f2p_resolved = False
+    msg = f"{type(e).__name__}: {str(e)[:300]}"
+    if g.patch_applied:
+        g.notes.append(
+            "swecl raised on what the patched run produced; where the gold patch grades here, the patch's failure"
+        )
+    return mark_infra(g, Label.HARNESS, msg, msg)
+
 # %% ../../nbs/grading/04_grading.ipynb #5bb15601
 def grade(task: Task, patch: str, sandbox, log_dir=None, reject_test_edits: bool = False) -> Grade:
     "Grade `patch` on `task` in a fresh session of `sandbox`; never raises for a task-level problem."
@@ -503,7 +527,7 @@ def grade(task: Task, patch: str, sandbox, log_dir=None, reject_test_edits: bool
     g, t0, logs = Grade(task.instance_id), time.time(), []
     try:
         try:
-            s = sandbox.open(task, reinstalls=True)  # set up as SWE-bench's instance image (prepare_tests installs)
+            s = sandbox.open(task)  # set up as SWE-bench's instance image (prepare_tests installs again if need be)
         except SandboxError as e:
             logs.append(f"$ open session\n{e}\n{e.output}")
             g.seconds["setup"] = round(time.time() - t0, 3)  # a failed build's time is setup too, never "the rest"
@@ -513,7 +537,7 @@ def grade(task: Task, patch: str, sandbox, log_dir=None, reject_test_edits: bool
         with s:
             return grade_session(s, task, patch, g, logs, reject_test_edits)
     except Exception as e:  # a harness bug must not stop a batch; it is recorded as such
-        return mark_infra(g, Label.HARNESS, f"{type(e).__name__}: {e}")
+        return raised_verdict(g, e)
     finally:
         g.seconds["total"] = round(time.time() - t0, 3)
         if log_dir:

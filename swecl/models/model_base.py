@@ -34,8 +34,11 @@ class ContextFull(ModelError):
     "The conversation no longer fits the model's context window: the agent's run ends there (not infrastructure)."
 
 # %% ../../nbs/models/05a_model_base.ipynb #30e9b593
+# the attempt's own transcript is too large for the model or the endpoint (HTTP 413 too): the attempt's failure
 CONTEXT_FULL = re.compile(
-    r"context_length_exceeded|maximum context length|prompt is too long|exceeds? (the )?context window", re.I
+    r"context_length_exceeded|maximum context length|prompt is too long|exceeds? (the )?context window"
+    r"|request_too_large|request entity too large|payload too large|HTTP 413\b",
+    re.I,
 )
 
 # %% ../../nbs/models/05a_model_base.ipynb #bc232cf7

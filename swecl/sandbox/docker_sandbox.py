@@ -250,8 +250,10 @@ def install_kept(self: DockerSession, touched: list[str]) -> str | None:
 
 
 @patch
-def note_install(self: DockerSession, touched: list[str]):
-    "Nothing to record: each container starts from its image."
+def drop_written_bytecode(self: DockerSession) -> int:
+    "Remove the working copy's bytecode (a container does not say which the session wrote); how many files."
+    r = self.run("find /testbed -name '*.pyc' -print -delete | wc -l", writable_env=True)
+    return int(r.output.strip() or 0) if r.exit_code == 0 else 0
 
 # %% ../../nbs/sandbox/03n_docker_sandbox.ipynb #d69936b5
 @patch
@@ -421,7 +423,7 @@ def image_for(self: DockerSandbox, task: Task) -> tuple[str, Env]:
 
 # %% ../../nbs/sandbox/03n_docker_sandbox.ipynb #272a3aa8
 @patch
-def open(self: DockerSandbox, task: Task, install: bool = True, reinstalls: bool = False) -> DockerSession:
+def open(self: DockerSandbox, task: Task, install: bool = True) -> DockerSession:
     "A fresh container of the task's image; the image holds the installed env and the setup commit already."
     image, env = self.image_for(task)
     try:

@@ -11,6 +11,7 @@ import dataclasses
 import io
 import os
 import shutil
+import stat
 import tempfile
 import time
 import weakref
@@ -24,7 +25,7 @@ from ..base.core import EnvError, SandboxError, cache_dir, component_problem, ho
 from ..base.labels import Label
 from ..base.schema import Task
 from ..envs.builds import CCACHE, SESSION_CCACHE
-from ..envs.envs import Env, mini_env, patched_mark, swebench_env
+from ..envs.envs import Env, mini_env, swebench_env
 from swecl.sandbox.isolation import (
     DiskWatch,
     Limits,
@@ -42,12 +43,22 @@ from swecl.sandbox.isolation import (
     stale_mounts,
     unmount,
 )
-from .testbeds import close_view, install_same, installed, mark_installed, open_view, prepare, testbed_key
+from swecl.sandbox.testbeds import (
+    close_view,
+    copy_tree,
+    install_same,
+    installed,
+    mark_installed,
+    mount_overlay,
+    open_view,
+    prepare,
+    testbed_key,
+)
 from ..tasks.repos import SAFE_GIT, empty_submodules, export_tree, find_repo, git, submodule_hint
 
 # %% auto #0
-__all__ = ['SHARED_CCACHE', 'MAX_READ_BYTES', 'PATCH_SIZES', 'MOUNTED', 'shared_ccache', 'Session', 'LocalSession',
-           'PatchTooLarge', 'take_patch', 'install_steps', 'disk_cap', 'LocalSandbox']
+__all__ = ['SHARED_CCACHE', 'MAX_READ_BYTES', 'PATCH_SIZES', 'ENV_LAYER', 'MOUNTED', 'shared_ccache', 'Session', 'LocalSession',
+           'PatchTooLarge', 'take_patch', 'install_steps', 'same_entry', 'layer_entries', 'disk_cap', 'LocalSandbox']
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #b7c0ccac02
 SHARED_CCACHE = "ccache"  # in the cache folder
@@ -82,7 +93,7 @@ class Session(Protocol):
     def read_file(self, path: str) -> str: ...  # regular files only; SandboxError otherwise
     def write_file(self, path: str, text: str) -> None: ...
     def install_kept(self, touched: list[str]) -> str | None: ...  # why the install need not run again
-    def note_install(self, touched: list[str]) -> None: ...  # it ran again and the env holds it
+    def drop_written_bytecode(self) -> int: ...  # before the tests: no planted .pyc is loaded
     def diff(self) -> str: ...  # the whole patch, or PatchTooLarge (label 'patch-too-large'), never cut
     def close(self) -> None: ...
     def __enter__(self) -> Session: ...
@@ -109,6 +120,12 @@ class LocalSession:
         if view is None:  # a prepared copy is the sandbox user's already (chowning an overlay would copy it all up)
             chown_tree(self.testbed, sandbox_uid())
         self.watch = DiskWatch(self.testbed, limits.disk_mb << 20) if disk_cap == "watch" else None
+        self.env_layer = None  # 'overlay' or 'copy' once an untrusted install made the session's own layer of the env
+
+    @property
+    def env_root(self) -> Path:
+        "The host folder the session's commands see at /testenv: its own layer of the env once it has one."
+        return self.root / ENV_LAYER / "env" if self.env_layer else Path(self.env.path)
 
     def __enter__(self):
         return self
@@ -132,7 +149,7 @@ def run(
         argv, host_env = command_argv(
             cmd,
             self.testbed,
-            e.path,
+            self.env_root,
             e.binds,
             e.variables | added,
             writable_env,
@@ -155,6 +172,8 @@ def close(self: LocalSession):
     for fd in self.uses:  # pruning may take them now
         os.close(fd)
     close_view(self.root, self.view)
+    if self.env_layer == "overlay":
+        unmount(self.env_root)
     if self.disk_cap == "tmpfs":
         unmount(self.root)
     shutil.rmtree(self.root, ignore_errors=True)
@@ -241,21 +260,105 @@ def install_steps(session, pre: bool, install_step) -> RunResult | None:
             return RunResult(r.exit_code, "\n".join(out), time.time() - t0)
     return RunResult(0, "\n".join(out), time.time() - t0)
 
+# %% ../../nbs/sandbox/03_sandbox.ipynb #8c4684d4
+ENV_LAYER = "env-layer"  # in a session's folder: its own layer of the env (env/, and upper/ and work/ of an overlay)
+
+
+@patch
+def open_env_layer(self: LocalSession) -> Path:
+    "The session's own writable layer of its env, made once: 'overlay' as root, else 'copy'; the folder commands see."
+    if self.env_layer is None and not self.unsafe:
+        layer = self.root / ENV_LAYER
+        layer.mkdir()
+        if mount_overlay(Path(self.env.path), layer / "env", layer / "upper", layer / "work"):
+            self.env_layer = "overlay"
+        else:
+            copy_tree(Path(self.env.path), layer / "env")
+            self.env_layer = "copy"
+        self.layer_made = time.time_ns()  # a copy's file changed later was written by the session
+    return self.env_root
+
+# %% ../../nbs/sandbox/03_sandbox.ipynb #ebcbb176
+def same_entry(path: Path, st: os.stat_result, other: Path) -> bool:
+    "Whether `other` is `path` (stat `st`) again: the same kind, link target or bytes."
+    try:
+        ot = os.lstat(other)
+    except OSError:
+        return False
+    if stat.S_IFMT(st.st_mode) != stat.S_IFMT(ot.st_mode):
+        return False
+    if stat.S_ISLNK(st.st_mode):
+        return os.readlink(path) == os.readlink(other)
+    if not stat.S_ISREG(st.st_mode) or st.st_size != ot.st_size:
+        return False
+    with open(path, "rb") as a, open(other, "rb") as b:  # a plain read: nothing of the layer runs
+        return all(x == y for x, y in zip(iter(lambda: a.read(1 << 20), b""), iter(lambda: b.read(1 << 20), b"")))
+
+
+def layer_entries(top: Path):
+    "(path under `top`, lstat) of every file, link and device below `top`, folders left out, no link followed."
+    for dirpath, dirs, files in os.walk(top):
+        for name in dirs + files:
+            p = Path(dirpath) / name
+            st = os.lstat(p)
+            if not stat.S_ISDIR(st.st_mode):
+                yield p, st
+
+# %% ../../nbs/sandbox/03_sandbox.ipynb #2adb87e9
+@patch
+def env_writes(self: LocalSession) -> dict[str, str]:
+    "What the session's layer of the env changed: {path under /testenv: 'written' or 'removed'}, sorted."
+    if self.env_layer is None:
+        return {}
+    lower, layer = Path(self.env.path), self.root / ENV_LAYER
+    top, out = layer / ("upper" if self.env_layer == "overlay" else "env"), {}
+    for p, st in layer_entries(top):
+        rel = p.relative_to(top).as_posix()
+        if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
+            out[rel] = "removed"  # an overlay's whiteout
+        elif self.env_layer == "overlay" or st.st_ctime_ns > self.layer_made:
+            out[rel] = None if same_entry(p, st, lower / rel) else "written"
+    if self.env_layer == "copy":
+        for p, _ in layer_entries(lower):
+            rel = p.relative_to(lower).as_posix()
+            if not os.path.lexists(top / rel):
+                out[rel] = "removed"
+    return {k: v for k, v in sorted(out.items()) if v}
+
+# %% ../../nbs/sandbox/03_sandbox.ipynb #e8e60e38
+@patch
+def drop_written_bytecode(self: LocalSession) -> int:
+    "Remove every `.pyc` the session wrote into its env layer or its overlay view; how many."
+    tops = [(self.root / ENV_LAYER / "upper", "/testenv")] if self.env_layer == "overlay" else []
+    tops += [(self.root / "upper", "/testbed")] if self.view == "overlay" else []
+    if self.env_layer == "copy":
+        tops.append((self.env_root, "/testenv"))
+    found = []
+    for top, inside in tops:
+        for p, st in layer_entries(top):
+            if p.suffix in (".pyc", ".pyo") and not stat.S_ISCHR(st.st_mode):
+                if inside == "/testbed" or self.env_layer == "overlay" or st.st_ctime_ns > self.layer_made:
+                    found.append(f"{inside}/{p.relative_to(top).as_posix()}")
+    if found:  # inside the sandbox: the host never writes through a path the session made
+        self.run("xargs -0 rm -f --", input="\0".join(found), writable_env=True)
+    return len(found)
+
 # %% ../../nbs/sandbox/03_sandbox.ipynb #96e19d3a
 @patch
 def install(self: LocalSession, pre: bool = True, trusted: bool = False) -> RunResult | None:
-    """The spec's `pre_install` edits (when `pre`) and per-task `install` step, with the env writable under a lock;
-    `trusted`: the tree is the base commit's (a testbed being prepared), so its compiles may fill the shared cache, as
-    long as no patched install has run in the env (`patched_mark`)."""
+    """The spec's `pre_install` edits (when `pre`) and per-task `install` step, under the env's lock. `trusted`: the
+    tree is the base commit's (a testbed being prepared or installed), so it installs into the env and its compiles may
+    fill the shared cache; otherwise into the session's own layer of the env (`open_env_layer`), reading the cache."""
 
     def step():
-        with FileLock(str(self.env.path) + ".install.lock"):
-            if self.env.path.stat().st_uid != sandbox_uid():
-                chown_tree(self.env.path, sandbox_uid())
-            mark_installed(self.env, None)  # the env no longer holds a prepared copy's install (`_install` says whose)
-            if not trusted:  # before it runs: a patch's install may leave code in the env that later installs run
-                patched_mark(self.env.path).touch()
-            fills = trusted and not patched_mark(self.env.path).exists()
+        with FileLock(str(self.env.path) + ".install.lock"):  # one writer of the env, and a still lower for a layer
+            if Path(self.env.path).stat().st_uid != sandbox_uid():
+                chown_tree(Path(self.env.path), sandbox_uid())
+            if trusted and self.env_layer is None:
+                mark_installed(self.env, None)  # the env no longer holds a prepared copy's install (`_install` says)
+            elif not trusted:
+                self.open_env_layer()
+            fills = trusted and self.env_layer is None  # a layer may hold a patch's compiler wrapper: it only reads
             return self.run(self.env.install, writable_env=True, build_cache=fills)
 
     return install_steps(self, pre, step)
@@ -297,13 +400,6 @@ def install_kept(self: LocalSession, touched: list[str]) -> str | None:
         return None
     why = "an editable install, and the patch edits no file it reads" if touched else "nothing is patched"
     return f"the environment holds this testbed's install; {why}"
-
-
-@patch
-def note_install(self: LocalSession, touched: list[str]):
-    "After the install step ran again over `touched` and changed nothing the tests start with: the env holds it."
-    if self.install_unaffected(touched):
-        mark_installed(self.env, self.key)
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #dd5e7a08
 def disk_cap(root: Path, disk_mb: int) -> str:
@@ -387,7 +483,7 @@ def _check_instance_id(task: Task):
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #986117ce
 @patch
-def _prepare(self: LocalSandbox, task: Task, root: Path, cap: str, install: bool, reinstalls=False) -> LocalSession:
+def _prepare(self: LocalSandbox, task: Task, root: Path, cap: str, install: bool) -> LocalSession:
     "A session in the empty folder `root`: working copy, environment and (when `install`) the committed install step."
     t0 = time.time()
     env = self.env_for(task)
@@ -401,7 +497,7 @@ def _prepare(self: LocalSandbox, task: Task, root: Path, cap: str, install: bool
         where = self.testbeds if isinstance(self.testbeds, Path) else None
         p = prepare(key, lambda folder: self._set_up(task, env, folder, key, install), where)
         try:
-            s = self._open_view(task, env, root, cap, key, p, install and not reinstalls)
+            s = self._open_view(task, env, root, cap, key, p, install)
         except BaseException:
             p.release()
             raise
@@ -461,15 +557,15 @@ def _open_view(self: LocalSandbox, task: Task, env: Env, root: Path, cap: str, k
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #191c789e
 @patch
-def open(self: LocalSandbox, task: Task, install: bool = True, reinstalls: bool = False) -> LocalSession:
-    "A fresh session at `task.base_commit`; `install=False` skips the spec's pre_install and install steps."
-    # reinstalls: the caller runs the install step itself before the env is used (grading does, over the patched
-    # tree), so a view need not run it at open
+def open(self: LocalSandbox, task: Task, install: bool = True) -> LocalSession:
+    """A fresh session at `task.base_commit`; `install=False` skips the spec's pre_install and install steps. A view
+    whose env holds another testbed's install is installed into the env first, from the base commit's tree: an install
+    the caller runs again over a patched tree (grading does) writes only the session's layer of the env."""
     _check_instance_id(task)
     root = Path(tempfile.mkdtemp(prefix=f"swecl-{task.instance_id}-", dir=self.workdir))
     cap = disk_cap(root, self.limits.disk_mb)
     try:
-        return self._prepare(task, root, cap, install, reinstalls)
+        return self._prepare(task, root, cap, install)
     except BaseException:  # a session that cannot be prepared (or a Ctrl-C) leaves no mount or folder behind
         if os.path.ismount(root / "testbed"):
             unmount(root / "testbed")

@@ -170,25 +170,25 @@ def forget(key: str, where: Path | None = None) -> bool:
 OVERLAY_UNSAFE = set(",:=\\\n")  # characters that would change an overlay mount's options
 
 
-def mount_overlay(lower: Path, root: Path) -> bool:
-    "Mount `lower` under a writable upper layer at `root/testbed` (root only); False when it cannot be mounted."
-    paths = [str(lower), str(root)]
-    if not as_root() or any(OVERLAY_UNSAFE & set(p) for p in paths):
+def mount_overlay(lower: Path, merged: Path, upper: Path, work: Path) -> bool:
+    "Mount `lower` under the writable layer `upper` at `merged`, new folders (root only); False when it cannot be mounted."
+    folders = (upper, work, merged)
+    if not as_root() or any(OVERLAY_UNSAFE & set(str(p)) for p in (lower, *folders)):
         return False
-    for d in ("upper", "work", "testbed"):
-        (root / d).mkdir()
-    os.chown(root / "upper", sandbox_uid(), sandbox_uid())  # the view's top folder is the upper layer's
-    opts = f"lowerdir={lower},upperdir={root / 'upper'},workdir={root / 'work'}".encode()
-    if LIBC.mount(f"swecl-{os.getpid()}".encode(), str(root / "testbed").encode(), b"overlay", 0, opts) == 0:
+    for d in folders:
+        d.mkdir()
+    os.chown(upper, sandbox_uid(), sandbox_uid())  # the merged top folder is the upper layer's
+    opts = f"lowerdir={lower},upperdir={upper},workdir={work}".encode()
+    if LIBC.mount(f"swecl-{os.getpid()}".encode(), str(merged).encode(), b"overlay", 0, opts) == 0:
         return True
-    for d in ("upper", "work", "testbed"):
-        shutil.rmtree(root / d, ignore_errors=True)
+    for d in folders:
+        shutil.rmtree(d, ignore_errors=True)
     return False
 
 
 def open_view(p: Prepared, root: Path) -> str:
     "A working copy at `root/testbed` that is `p`'s view: 'overlay' when mounted, else 'copy'."
-    if mount_overlay(p.testbed, root):
+    if mount_overlay(p.testbed, root / "testbed", root / "upper", root / "work"):
         return "overlay"
     copy_tree(p.testbed, root / "testbed")
     return "copy"
