@@ -43,17 +43,7 @@ from swecl.sandbox.isolation import (
     stale_mounts,
     unmount,
 )
-from swecl.sandbox.testbeds import (
-    close_view,
-    copy_tree,
-    install_same,
-    installed,
-    mark_installed,
-    mount_overlay,
-    open_view,
-    prepare,
-    testbed_key,
-)
+from .testbeds import close_view, install_same, installed, mark_installed, open_view, prepare, testbed_key
 from ..tasks.repos import SAFE_GIT, empty_submodules, export_tree, find_repo, git, submodule_hint
 
 # %% auto #0
@@ -261,6 +251,8 @@ def install_steps(session, pre: bool, install_step) -> RunResult | None:
     return RunResult(0, "\n".join(out), time.time() - t0)
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #8c4684d4
+from .testbeds import copy_tree, mount_overlay  # a session's own layer of its env
+
 ENV_LAYER = "env-layer"  # in a session's folder: its own layer of the env (env/, and upper/ and work/ of an overlay)
 
 
