@@ -251,7 +251,7 @@ def install_steps(session, pre: bool, install_step) -> RunResult | None:
     return RunResult(0, "\n".join(out), time.time() - t0)
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #8c4684d4
-from .testbeds import copy_tree, mount_overlay  # a session's own layer of its env
+from .testbeds import copy_tree, mount_overlay  # noqa: E402 (a session's layer of its env)
 
 ENV_LAYER = "env-layer"  # in a session's folder: its own layer of the env (env/, and upper/ and work/ of an overlay)
 
