@@ -392,6 +392,7 @@ class Experience:
     tokens: dict = field(default_factory=dict)
     seconds: float | None = None
     source: str = ""  # 'agent' | 'contextbench-pool' | 'gold'
+    flags: list = field(default_factory=list)  # the grading's flags (`suspicious`): a flagged attempt is no success
 
 # %% ../../nbs/base/00_schema.ipynb #71ef922e
 @patch

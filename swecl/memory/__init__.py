@@ -8,5 +8,12 @@ __all__ = ['MODULES']
 # %% ../../nbs/memory/index.ipynb #8dd0d8092fe74a7c96281538738b07e2
 from ..base.lazy import lazy_names
 
-MODULES = ("experience", "embcache", "memory", "retrieval")  # the folder's modules, in its order
+MODULES = (
+    "experience",
+    "leakage",
+    "embedders",
+    "embcache",
+    "memory",
+    "retrieval",
+)  # the folder's modules, in its order
 __getattr__, __dir__ = lazy_names(__name__, MODULES)  # a name is found when first asked for

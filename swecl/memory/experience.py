@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..base.core import InfraError, append_jsonl, diff_paths, read_jsonl, sha256_text
-from ..base.labels import Label
+from ..base.labels import Label, as_counted
 from ..base.schema import Experience, Task
 
 # %% auto #0
@@ -56,7 +56,8 @@ def summarize(model, e: Experience, max_chars: int = 60_000) -> str:
     "An LLM-written ~200-word closing summary of an experience, through the Model protocol."
     t = e.trajectory
     traj = t if len(t) <= max_chars else t[: max_chars // 2] + "\n[...]\n" + t[-max_chars // 2 :]
-    status = "it was resolved" if e.success else "it was not resolved" if e.success is False else "not graded"
+    status = {True: "it was resolved", False: "it was not resolved", None: "not graded"}[e.success]
+    status = "the grading flagged it, so it does not count as resolved" if e.flags else status
     prompt = SUMMARY_PROMPT.format(
         status=status, problem=e.problem_statement, trajectory=traj, patch=e.patch or "(none)"
     )
@@ -84,19 +85,19 @@ def _template_summary(task: Task, e: Experience) -> str:
     "The summary that stands in for a model's: the task, its problem's first line, the outcome and the files changed."
     files = ", ".join(sorted(diff_paths(e.patch))) or "none"
     first = task.problem_statement.strip().splitlines()[0][:200]
-    outcome = "resolved" if e.success else "not resolved"
+    outcome = "flagged by the grading, not counted resolved" if e.flags else "resolved" if e.success else "not resolved"
     return f"Task {task.instance_id}: {first}\nOutcome: {outcome}. Files changed: {files}."
 
 # %% ../../nbs/memory/07b_experience.ipynb #4ec96e75
 def experience_from_attempt(
     task: Task, attempt: dict, sequence_id: str | None, position: int, model=None, trajectory: Path | None = None
 ) -> Experience:
-    "The experience of a graded attempt record: its patch, trajectory text, outcome and a closing summary."
+    "The experience of a graded attempt record: its patch, trajectory text, outcome (as counted), flags and summary."
     traj = trajectory_text(read_jsonl(trajectory, "tail")) if trajectory and Path(trajectory).exists() else ""
     e = Experience(
         task.instance_id, task.repo, task.problem_statement, "", attempt.get("patch", ""), traj, sequence_id,
-        position, bool(attempt["resolved"]), attempt.get("tool_counts", {}), attempt.get("usage", {}),
-        attempt.get("seconds"), "agent",
+        position, bool(as_counted(attempt)["resolved"]), attempt.get("tool_counts", {}), attempt.get("usage", {}),
+        attempt.get("seconds"), "agent", [str(x) for x in attempt.get("suspicious") or []],
     )  # fmt: skip
     if model is not None:
         try:

@@ -15,8 +15,8 @@ from ..base.labels import as_counted, counted_as, infra_label
 from ..base.lazy import lazy_module
 
 # %% auto #0
-__all__ = ['ATTEMPT_FIELDS', 'ATTEMPT_CHECKS', 'ATTEMPT_TYPES', 'LEFT_OUT_COLUMNS', 'attempt_problem', 'attempt_key',
-           'checked_attempts', 'attempt_id', 'record_id', 'read_attempts', 'left_out']
+__all__ = ['ATTEMPT_FIELDS', 'ATTEMPT_CHECKS', 'ATTEMPT_TYPES', 'LEFT_OUT_COLUMNS', 'attempt_problem', 'memory_leaked',
+           'attempt_key', 'checked_attempts', 'attempt_id', 'record_id', 'read_attempts', 'left_out']
 
 # %% ../../nbs/metrics/09a_attempts.ipynb #ca290cbb
 pd = lazy_module("pandas")
@@ -29,8 +29,9 @@ ATTEMPT_CHECKS = {  # type -> (test, what it must be)
     "count": (lambda v: type(v) is int and v >= 0, "a whole number ≥ 0"),
     "number": (lambda v: type(v) in (int, float) and math.isfinite(v) and v >= 0, "a number ≥ 0"),
     "text": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+    "leak": (lambda v: isinstance(v, dict) and type(v.get("lines")) is int and v["lines"] >= 0, "{lines: a count, …}"),
 }
-ATTEMPT_TYPES = dict(sequence_id="text", infra_reason="text", exit_reason="text")
+ATTEMPT_TYPES = dict(sequence_id="text", infra_reason="text", exit_reason="text", memory_leak="leak")
 ATTEMPT_TYPES |= dict(j="pos", i="pos", n_tasks="pos", sample="count", seconds="number", cost="number")
 ATTEMPT_TYPES |= dict.fromkeys(("resolved", "f2p_resolved", "patch_applied"), "bool")
 ATTEMPT_TYPES |= dict.fromkeys(("f2p_passed", "f2p_total", "p2p_passed", "p2p_total"), "count")
@@ -49,6 +50,14 @@ def attempt_problem(r) -> str | None:
     if r["kind"] not in ("first", "retest", "zeroshot"):
         return f"kind {json.dumps(r['kind'])} is not first, retest or zeroshot"
     return "a retest needs its learning step 'i'" if r["kind"] == "retest" and r.get("i") is None else None
+
+# %% ../../nbs/metrics/09a_attempts.ipynb #65e4eb01
+def memory_leaked(r: dict) -> bool | None:
+    "Whether the memory shown to attempt `r` held a line its gold patch adds; None when that was not checked."
+    leak = r.get("memory_leak")
+    if isinstance(leak, dict) and type(leak.get("lines")) is int:
+        return leak["lines"] > 0
+    return False if r.get("memory") == "none" else None
 
 # %% ../../nbs/metrics/09a_attempts.ipynb #82d014e2
 def attempt_key(r: dict) -> tuple:

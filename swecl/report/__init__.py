@@ -11,6 +11,7 @@ from ..base.lazy import lazy_names
 MODULES = (
     "parts",
     "recorded",
+    "drift",
     "results",
     "pipeline",
     "run_summary",

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..memory.leakage import RETEST_MEMORY
+
 # %% auto #0
 __all__ = ['MODEL_FORMS_TEXT', 'PLAN_FIELDS', 'PLAN_KEYS', 'BUDGET_KEYS', 'AGENT_KEYS', 'FLAG_KEYS', 'PlanField', 'nested_keys',
            'plan_markdown']
@@ -53,6 +55,7 @@ PLAN_FIELDS = (
     PlanField("same_sequence_first", "retrieve from the task's own sequence first, then from the others", "`true`"),
     PlanField("min_score", "leave out experiences less similar than this score", "none"),
     PlanField("exclude_self", "a re-test never retrieves its own task's experience", "`true`"),
+    PlanField("retest_memory", "what a re-test is shown of the experiences of its repository learned after it or made for a later issue (their repository state may hold its fix): `leak-free` leaves them out, `strip` shows them without patches, tool outputs, code blocks and diffs, `paper` as they are (the paper's way; such cells are named `…__retest-paper` and their re-tests may see their own fix)", "`leak-free`", "--retest-memory", None, {"choices": list(RETEST_MEMORY)}),
     PlanField("validate", "harness validation first (gold must resolve, empty must not)", "`false`"),
     PlanField("retrieval_study", "embedders of a retrieval-quality study run first", "none"),
     PlanField("workers", "cells run at once (`--engine local`)", "1", "--workers", None, {"type": "positive"}),

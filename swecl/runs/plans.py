@@ -24,6 +24,7 @@ from swecl.base.core import (
     read_regular,
     sha256_file,
 )
+from ..memory.leakage import RETEST_MEMORY
 from ..memory.memory import MemorySetting
 from ..metrics.metrics import parse_schedule
 from ..models.model_base import model_spec
@@ -71,10 +72,11 @@ def adopt_legacy_folder(cell_dir: Path) -> None:
     if legacy != cell_dir and legacy.is_dir() and not cell_dir.exists():
         legacy.rename(cell_dir)
 
+# %% ../../nbs/runs/11a_plans.ipynb #3dc9a08d
+# options older manifests lack: a cell's config names them only when they differ from their defaults
+LATER_OPTIONS = ("successful_only", "same_sequence_first", "min_score", "retest_memory", "agent")
+
 # %% ../../nbs/runs/11a_plans.ipynb #0181ce62
-LATER_OPTIONS = ("successful_only", "same_sequence_first", "min_score", "agent")  # not in older manifests
-
-
 @dataclass
 class Cell:
     "One sequence × model × memory condition × seed, with the budget and retrieval options of its plan."
@@ -100,6 +102,7 @@ class Cell:
     successful_only: bool = False  # retrieval options of MemorySetting
     same_sequence_first: bool = True
     min_score: float | None = None
+    retest_memory: str = RETEST_MEMORY[0]  # what a re-test sees of later experiences (`memory.leakage`)
     agent: dict = field(default_factory=dict)  # AgentConfig fields other than the budget
     plan_sha256: str | None = field(default=None, compare=False)  # provenance, not configuration
 
@@ -108,15 +111,17 @@ class Cell:
         try:
             self.setting = MemorySetting(
                 self.memory, self.content, self.k, self.max_context_tokens, self.successful_only,
-                self.same_sequence_first, self.min_score,
+                self.same_sequence_first, self.min_score, self.retest_memory,
             )  # fmt: skip
         except ValueError as e:
             raise RunError(str(e)) from None
 
-    @property
-    def id(self) -> str:
-        slug = lambda s: re.sub(r"[^A-Za-z0-9._]+", "-", str(s)).strip("-")[:60]
-        return f"{slug(self.sequence_id)}__{slug(self.spec.label)}__{self.setting.label}__s{self.seed}"
+# %% ../../nbs/runs/11a_plans.ipynb #bc9673b9
+@patch(as_prop=True)
+def id(self: Cell) -> str:
+    slug = lambda s: re.sub(r"[^A-Za-z0-9._]+", "-", str(s)).strip("-")[:60]
+    policy = "" if self.retest_memory == RETEST_MEMORY[0] else f"__retest-{self.retest_memory}"
+    return f"{slug(self.sequence_id)}__{slug(self.spec.label)}__{self.setting.label}__s{self.seed}{policy}"
 
 # %% ../../nbs/runs/11a_plans.ipynb #6a1c0b01
 @patch
@@ -227,6 +232,10 @@ def check_values(plan: dict) -> None:
             check_number(plan[k], k, least)
     if plan.get("min_score") is not None:
         check_number(plan["min_score"], "min_score", -1, integer=False)
+    if plan.get("retest_memory", RETEST_MEMORY[0]) not in RETEST_MEMORY:
+        raise RunError(
+            f"The plan's retest_memory must be one of {', '.join(RETEST_MEMORY)}, not {plan['retest_memory']!r}."
+        )
     if plan.get("engine", "local") not in ENGINES:
         raise RunError(f"The plan's engine must be one of {', '.join(ENGINES)}, not {plan['engine']!r}.")
 
@@ -318,7 +327,7 @@ def plan_cells(plan: dict, bench, plan_sha256: str | None = None) -> list:
         embedder=g("embedder", "hashing"), k=g("k", 3), max_context_tokens=g("max_context_tokens", 2000),
         exclude_self=g("exclude_self", True), max_tasks=g("max_tasks"), plan_sha256=plan_sha256,
         successful_only=g("successful_only", False), same_sequence_first=g("same_sequence_first", True),
-        min_score=g("min_score"), agent=dict(g("agent") or {}),
+        min_score=g("min_score"), agent=dict(g("agent") or {}), retest_memory=g("retest_memory", RETEST_MEMORY[0]),
     )  # fmt: skip
     return [
         Cell(plan["experiment"], plan["dataset"], sid, m, c.get("memory", "none"), c.get("content", "summary"), seed, **opts)

@@ -26,6 +26,7 @@ from ..base.schema import Task
 from ..grading.parallel import start_ray
 from ..grading.validation import NOT_GRADABLE, left_out_result, not_gradable
 from ..memory.experience import experience_from_attempt
+from ..memory.leakage import later_experiences, memory_leak
 from ..memory.memory import Memory, MemoryStore, make_embedder
 from ..metrics.attempts import attempt_id
 from ..metrics.metrics import retest_plan
@@ -223,6 +224,7 @@ def attempt_record(
         "model": cell.model, "memory": cell.memory, "content": cell.content, "seed": cell.seed, "time": time.time(),
         "suspicious": r.get("suspicious") or [],  # a flagged grading: never counted resolved
         "failed_tests": r.get("failed_tests") or {}, "grade_log": r.get("grade_log"),
+        "memory_leak": r.get("memory_leak"), "retest_memory": cell.retest_memory if kind == "retest" else None,
     } | ({"infra_reason": Label.MODEL_ERROR} if r["exit_reason"] == "model_error" else {})  # fmt: skip
 
 # %% ../../nbs/runs/11_runner.ipynb #1e08070f
@@ -236,13 +238,15 @@ def run_attempt(
         st.add(rec := attempt_record(cell, t, kind, i, j, s, len(tasks), left_out_result(t, label, cell.dataset), []))
         return rec
     exclude = {t.instance_id} if kind == "retest" and cell.exclude_self else set()
-    ctx, retrieved = mem.context_for(t, exclude, cell.sequence_id)
+    later = later_experiences(t, cell.sequence_id, j, mem.experiences, tasks) if kind == "retest" else set()
+    ctx, retrieved = mem.context_for(t, exclude, cell.sequence_id, later)
     traj = st.dir / "trajectories" / f"{attempt_id(*key)}.jsonl"
     traj.unlink(missing_ok=True)
-    extra = [mem.tool(t)] if cell.setting.is_tool else None
+    extra = [mem.tool(t, later)] if cell.setting.is_tool else None
     logs = st.dir / "logs" / attempt_id(*key)  # one folder per attempt: a re-test never overwrites the first's log
     r = solve(t, model, sandbox, cfg, ctx or None, traj, log_dir=logs, extra_tools=extra)
     r["grade_log"] = Path(r["grade_log"]).relative_to(st.dir).as_posix() if r.get("grade_log") else None
+    r["memory_leak"] = memory_leak(t, "\n".join([ctx, *(mem.tool_texts if cell.setting.is_tool else [])]))
     retrieved = [h for hits in mem.tool_hits for h in hits] if cell.setting.is_tool else retrieved
     rec = attempt_record(cell, t, kind, i, j, s, len(tasks), r, retrieved)
     st.add(rec)
