@@ -120,6 +120,7 @@ ATTACKS = {  # name -> (patch, the file the suspicious list must name, works wit
 def unguarded(monkeypatch):
     "The grader with neither the guard nor the test witness (tests/test_attack_grading.py checks each alone)."
     monkeypatch.setattr(grading, "guard_tree", lambda *a, **k: [])
+    monkeypatch.setattr(grading.screen, "screen_session", lambda *a, **k: [])
     monkeypatch.setattr(grading, "run_witnessed", lambda s, cmd, n: (s.run(cmd, max_output=n), None))
 
 

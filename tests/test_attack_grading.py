@@ -23,6 +23,7 @@ from conftest import first_by_default
 
 from swecl.base.labels import as_counted, excuses, gold_grades_here, infra_label
 from swecl.grading import grading
+from swecl.grading.guard import MAX_GUARDED_PATHS
 from swecl.sandbox.isolation import Limits
 from swecl.sandbox.sandbox import LocalSandbox
 from swecl.tasks.mini import load_mini
@@ -59,6 +60,7 @@ def appended(path: str, code: str) -> dict:
 
 def unguarded(monkeypatch):
     monkeypatch.setattr(grading, "guard_tree", lambda *a, **k: [])
+    monkeypatch.setattr(grading.screen, "screen_session", lambda *a, **k: [])
     monkeypatch.setattr(grading, "run_witnessed", lambda s, cmd, n: (s.run(cmd, max_output=n), None))
 
 
@@ -381,3 +383,23 @@ def test_regrade_of_attack_predictions_resolves_nothing(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     total = json.loads(out.read_text())["rates"][-1]
     assert (total["predictions"], total["graded"], total["resolved"]) == (len(MINI.tasks), len(MINI.tasks), 0), total
+
+
+def many_empty_files(n: int) -> str:
+    "A diff that adds `n` empty files (git apply creates each from its header alone)."
+    return "".join(
+        f"diff --git a/src/textkit/many/m{i}.py b/src/textkit/many/m{i}.py\nnew file mode 100644\nindex 0000000..e69de29\n"
+        for i in range(n)
+    )
+
+
+def test_a_patch_past_the_guards_bound_is_refused_not_graded():
+    "Issue #49 (7): a patch of more paths than the guard reads is refused in one sentence, the real fix beside it too."
+    g = grading.grade(TASK, TASK.patch + many_empty_files(MAX_GUARDED_PATHS + 1), SB)
+    assert not counted_resolved(g) and not g.patch_applied, g.record()
+    assert [f for f in g.suspicious if f.startswith("guard: ")] == [
+        f"guard: {MAX_GUARDED_PATHS + 2} paths changed, more than the {MAX_GUARDED_PATHS} the guard checks; every change is undone, the patch refused"
+    ], g.suspicious
+    assert any(n.startswith("patch refused: ") for n in g.notes) and infra_label(g.record()) is None
+    # control: at the bound it is graded (the empty files are harmless) and the fix resolves
+    assert counted_resolved(grading.grade(TASK, TASK.patch + many_empty_files(MAX_GUARDED_PATHS - 1), SB))

@@ -20,7 +20,7 @@ from .tools import Toolbox, ToolResult, truncate
 from ..base.core import append_jsonl, package_file, read_jsonl
 from ..base.schema import Task
 from ..grading.grading import Grade, attempt_verdict, grade
-from ..models.model_base import ContextFull, Model, ModelError, OutOfTime, Reply, ToolCall, Usage
+from ..models.model_base import AttemptCaused, Model, ModelError, OutOfTime, Reply, ToolCall, Usage
 from ..sandbox.sandbox import PatchTooLarge
 
 # %% auto #0
@@ -222,8 +222,8 @@ def query(run: AgentRun) -> Reply | None:
     "The model's next reply (steps and usage counted), or None when the model failed for good or its context is full."
     try:
         reply = run.model.query(run.messages, run.tools, run.system)
-    except ContextFull as e:  # the conversation outgrew the model: the agent's run ends, graded as it stands
-        run.exit_reason, run.error = "context_full", str(e)
+    except AttemptCaused as e:  # its own content (too long, refused): the agent's run ends, graded as it stands
+        run.exit_reason, run.error = e.exit_reason, str(e)
         return None
     except OutOfTime as e:  # the task's time budget ended during the call: graded as it stands, like the step loop's
         run.exit_reason, run.error = "time_limit", str(e)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from enum import Enum
 from functools import cache
 from importlib.resources import files
@@ -14,8 +15,8 @@ import yaml
 
 # %% auto #0
 __all__ = ['LABELS_FILE', 'SIDES', 'COLUMNS', 'Label', 'TABLE_COLUMNS', 'GRADABLE_FILES', 'LabelRow', 'member_name',
-           'read_labels', 'labels_markdown', 'gold_grades_here', 'label_side', 'excuses', 'stated_label',
-           'record_excuses', 'infra_label', 'patch_caused', 'counted_as', 'as_counted', 'counted_verdict']
+           'read_labels', 'labels_markdown', 'gold_grades_here', 'label_row', 'label_side', 'excuses', 'Counting',
+           'counting', 'infra_label', 'counted_as', 'as_counted', 'counted_verdict']
 
 # %% ../../nbs/base/00a_labels.ipynb #8edb47106e1a46a883d545849b8ab81b
 LABELS_FILE = files("swecl") / "data" / "labels.yaml"
@@ -79,51 +80,57 @@ def gold_grades_here() -> frozenset:
     return frozenset(ids)
 
 # %% ../../nbs/base/00a_labels.ipynb #c0a1b2c304
-def label_side(label: str) -> str:
-    "The side of a label's name (the exit reason `model_error` is `model-error`); `run` for a name not in the table."
+def label_row(label: str) -> Label | None:
+    "The row of a label's name (the exit reason `model_error` is `model-error`), or None for a name not in the table."
     try:
-        return Label("model-error" if label == "model_error" else label).side
+        return Label("model-error" if label == "model_error" else label)
     except ValueError:
-        return "run"  # never trust an unknown label
+        return None
+
+
+def label_side(label: str) -> str:
+    "The side of a label's name; `run` for a name not in the table (never trust an unknown label)."
+    return row.side if (row := label_row(label)) else "run"
 
 # %% ../../nbs/base/00a_labels.ipynb #c0a1b2c305
 def excuses(label: str | None, instance_id: str | None, after_patch: bool = False) -> bool:
     "Whether `label` keeps an attempt of `instance_id` out of the rates; `after_patch`: it arose once the patch applied."
     if not label or instance_id not in gold_grades_here():
         return bool(label)
-    if label in ("model_error", "model-error"):  # the model did not answer: no patch was made to blame
+    if label_row(label) is Label.MODEL_ERROR:  # the model did not answer: no patch was made to blame
         return True
     return not after_patch and label_side(label) != "run"
 
 # %% ../../nbs/base/00a_labels.ipynb #61d65dc1
-def stated_label(r: dict) -> str | None:
-    "The label an attempt record carries (its infra_reason, or its exit reason model_error), whatever it excuses."
-    why = r.get("infra_reason")  # a string or None (a frame's NaN for a record without one is None too)
-    return why if isinstance(why, str) and why else "model_error" if r.get("exit_reason") == "model_error" else None
+@dataclass(frozen=True)
+class Counting:
+    "How every rate counts one attempt record."
+
+    label: str | None  # the label it carries: its infra_reason, or its exit reason model_error
+    left_out: bool  # the label keeps it out of the rates (`excuses`)
+    not_as_recorded: str | None  # why it counts as not resolved whatever it records: 'flagged', or its run label
+    resolved: bool | None  # as counted; None when left out
 
 
-def record_excuses(r: dict, why: str | None) -> bool:
-    "`excuses` for a record: its instance, and whether its patch applied (a frame's NaN or numpy bool read right)."
-    return excuses(why, r.get("instance_id"), r.get("patch_applied") in (True,))
+def counting(r: dict) -> Counting:
+    "How the rates count the attempt record `r` (a frame's NaN for a missing value, or a numpy bool, read right)."
+    why = r.get("infra_reason")
+    why = why if isinstance(why, str) and why else "model_error" if r.get("exit_reason") == "model_error" else None
+    out = excuses(why, r.get("instance_id"), r.get("patch_applied") in (True,))
+    flagged = isinstance(r.get("suspicious"), list) and bool(r["suspicious"])
+    reason = "flagged" if flagged else why if why and not out else None
+    return Counting(why, out, reason, None if out else False if reason else r.get("resolved"))
 
 
 def infra_label(r: dict) -> str | None:
-    "The label that keeps an attempt out of the rates; None when it is a verdict about the agent (`base.labels.excuses`)."
-    why = stated_label(r)
-    return why if record_excuses(r, why) else None
-
-
-def patch_caused(r: dict) -> str | None:
-    "The run label of an attempt that counts as not resolved all the same, because its task's gold patch grades here."
-    why = stated_label(r)
-    return why if why and not record_excuses(r, why) else None
+    "The label that keeps an attempt out of the rates; None when it is a verdict about the agent (`counting`)."
+    c = counting(r)
+    return c.label if c.left_out else None
 
 # %% ../../nbs/base/00a_labels.ipynb #d1e2f3a402
 def counted_as(r: dict) -> str | None:
     "Why an attempt's recorded resolution is not counted (None: it counts as recorded)."
-    if isinstance(r.get("suspicious"), list) and r["suspicious"]:  # a frame fills a missing list with NaN
-        return "flagged"
-    return patch_caused(r)
+    return counting(r).not_as_recorded
 
 # %% ../../nbs/base/00a_labels.ipynb #d1e2f3a403
 def as_counted(r: dict) -> dict:
@@ -133,4 +140,4 @@ def as_counted(r: dict) -> dict:
 # %% ../../nbs/base/00a_labels.ipynb #f0e1d2c302
 def counted_verdict(r: dict) -> bool | None:
     "Resolved as the rates count it (`as_counted`); None when its label leaves it out."
-    return None if infra_label(r) else as_counted(r)["resolved"]
+    return counting(r).resolved

@@ -13,6 +13,7 @@ MODULES = (
     "testids",
     "evidence",
     "guard",
+    "screen",
     "witness",
     "layer",
     "grading",

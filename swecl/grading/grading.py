@@ -9,6 +9,7 @@ import configparser
 import re
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
@@ -22,13 +23,14 @@ from ..base.labels import Label, label_side
 from ..base.lazy import lazy_module
 from ..base.schema import Task
 from ..envs.envs import swebench_spec
-from . import evidence
+from . import evidence, screen
 from .directives import test_directives
 from swecl.grading.guard import (
     env_changes,
     env_state,
     git_dir_line,
     git_state,
+    guard_refusal,
     guard_tree,
     restore_raw,
     runner_scripts,
@@ -44,12 +46,13 @@ from ..tasks.mini import MINI_DIR
 from ..tasks.repos import SAFE_GIT
 
 # %% auto #0
-__all__ = ['APPLY_METHODS', 'TEST_LOG_CHARS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPENDENCY_MSG', 'Grade', 'attempt_verdict',
-           'mini_test_cmd', 'is_mini', 'base_test_command', 'test_command', 'tox_direct', 'session_test_command',
-           'parse_log', 'test_report', 'patch_files', 'apply_patch', 'refuse', 'apply_step', 'prepare_tests',
-           'reset_test_files', 'apply_test_patch', 'run_tests', 'adds_dependency', 'mark_infra', 'no_results_verdict',
-           'count_results', 'host_label', 'verdict', 'distrust', 'run_ids', 'namesake_status', 'witness_check',
-           'test_step', 'install_findings', 'grade_session', 'before_the_patch', 'raised_verdict', 'grade']
+__all__ = ['APPLY_METHODS', 'TEST_LOG_CHARS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPENDENCY_MSG', 'WHEN', 'NETWORK_MSG', 'SYSTEM_MSG',
+           'known_defect', 'HOST_RULES', 'Grade', 'attempt_verdict', 'mini_test_cmd', 'is_mini', 'base_test_command',
+           'test_command', 'tox_direct', 'session_test_command', 'parse_log', 'test_report', 'patch_files',
+           'apply_patch', 'refuse', 'apply_step', 'prepare_tests', 'reset_test_files', 'apply_test_patch', 'run_tests',
+           'adds_dependency', 'mark_infra', 'no_results_verdict', 'count_results', 'HostRule', 'host_label', 'verdict',
+           'distrust', 'run_ids', 'namesake_status', 'witness_check', 'test_step', 'install_findings', 'grade_session',
+           'before_the_patch', 'raised_verdict', 'grade']
 
 # %% ../../nbs/grading/04_grading.ipynb #7afc4b20
 swebench_grading = lazy_module("swebench.harness.grading")
@@ -348,38 +351,61 @@ def count_results(g: Grade, task: Task) -> list:
     g.resolved = g.f2p_resolved and g.p2p_passed == g.p2p_total
     return task.FAIL_TO_PASS + task.PASS_TO_PASS
 
-# %% ../../nbs/grading/04_grading.ipynb #9a63283cbaf04dbcab1f6479b197f3a8
+# %% ../../nbs/grading/04_grading.ipynb #e164b327
+WHEN = {  # when a host rule applies, by its grade
+    "unresolved": lambda g: not g.resolved,
+    "a PASS_TO_PASS test failed": lambda g: g.p2p_passed < g.p2p_total,
+    "any run": lambda g: True,
+}
+
+
+@dataclass(frozen=True)
+class HostRule:
+    "A row of `HOST_RULES`: `label` when `when` holds and `recognised` finds its evidence line, said by `message`."
+
+    label: str | Callable  # a label, or the facts -> the label
+    when: str  # a key of WHEN
+    recognised: Callable  # the facts -> the evidence line, or None
+    message: str | Callable | None  # a sentence, or the facts -> one; None: a label, not an error
+
+    def said(self, f) -> str | None:
+        return self.message(f) if callable(self.message) else self.message
+
+# %% ../../nbs/grading/04_grading.ipynb #1fe589da
+NETWORK_MSG = "Tests failed reaching the network, which the sandbox lacks."
+SYSTEM_MSG = "The host lacks system packages the spec installs: {} (apt-get install them)."
+known_defect = lambda f: evidence.defect_evidence(
+    f.task.instance_id, f.log, f.g.resolved, f.task.test_patch, evidence.not_passed(f.g.statuses, f.expected)
+)
+HOST_RULES = (  # in order: the first row that applies and finds its evidence labels the run
+    HostRule(Label.LOG_CUT, "unresolved", lambda f: evidence.cut_evidence(f.log, f.g.statuses, f.expected), evidence.LOG_CUT_MSG),
+    HostRule(Label.NEEDS_NETWORK, "unresolved", lambda f: f.signs.deps, NEW_DEPENDENCY_MSG),
+    HostRule(Label.MIRROR_INCOMPLETE, "unresolved", lambda f: f.signs.gap, lambda f: f.signs.gap_msg),
+    HostRule(Label.NEEDS_NETWORK, "a PASS_TO_PASS test failed", lambda f: evidence.network_sign(f.log), NETWORK_MSG),
+    HostRule(Label.SYSTEM_PACKAGE, "unresolved", lambda f: f.missing_system and evidence.system_sign(f.log),
+             lambda f: SYSTEM_MSG.format(" ".join(f.missing_system))),
+    HostRule(Label.SYSTEM_SQLITE, "unresolved", lambda f: evidence.evidence_line(f.log, evidence.SQLITE_SIGNS), evidence.SQLITE_MSG),
+    HostRule(Label.PACKAGE_LEFT_OUT, "unresolved",
+             lambda f: evidence.left_out_evidence(f.log, f.g.statuses, f.expected, f.left_out), evidence.LEFT_OUT_MSG),
+    HostRule(Label.PACKAGE_NOT_IN_SPEC, "unresolved",
+             lambda f: evidence.skip_evidence(f.log, f.g.statuses, f.expected), evidence.NOT_IN_SPEC_MSG),
+    HostRule(Label.NEEDS_DATABASE, "unresolved",
+             lambda f: evidence.skip_evidence(f.log, f.g.statuses, f.expected, evidence.DATABASE_SKIPS), evidence.DATABASE_MSG),
+    HostRule(Label.SYSTEM_FREETYPE, "unresolved",  # an env fact: text and images differ, whoever wrote the patch
+             lambda f: "freetype" in f.system_libs and (evidence.image_evidence(f.log, f.g.statuses, f.expected) or evidence.FREETYPE_ENV),
+             evidence.FREETYPE_MSG),
+    HostRule(Label.UPSTREAM_DEFECT, "any run", lambda f: (k := known_defect(f)) and k[1], lambda f: known_defect(f)[0]),
+    HostRule(lambda f: f.signs.vlabel, "unresolved", lambda f: f.signs.py_sign, None),  # the host's Python or the spec's NumPy
+)  # fmt: skip
+
+# %% ../../nbs/grading/04_grading.ipynb #69c65492
 def host_label(g: Grade, task: Task, log: str, expected: list, signs, missing_system, left_out, system_libs) -> Grade:
-    "Label a counted run by what its log shows of the host or the dataset (the table above), or leave it as counted."
-    if not g.resolved and (line := evidence.cut_evidence(log, g.statuses, expected)):
-        return mark_infra(g, Label.LOG_CUT, evidence.LOG_CUT_MSG, line)
-    if not g.resolved and (signs.deps or signs.gap):
-        dep = (Label.NEEDS_NETWORK, NEW_DEPENDENCY_MSG, signs.deps)
-        return mark_infra(g, *(dep if signs.deps else (Label.MIRROR_INCOMPLETE, signs.gap_msg, signs.gap)))
-    if g.p2p_passed < g.p2p_total and (line := evidence.network_sign(log)):
-        return mark_infra(g, Label.NEEDS_NETWORK, "Tests failed reaching the network, which the sandbox lacks.", line)
-    if not g.resolved and missing_system and (line := evidence.system_sign(log)):
-        msg = f"The host lacks system packages the spec installs: {' '.join(missing_system)} (apt-get install them)."
-        return mark_infra(g, Label.SYSTEM_PACKAGE, msg, line)
-    if not g.resolved and (line := evidence.evidence_line(log, evidence.SQLITE_SIGNS)):
-        return mark_infra(g, Label.SYSTEM_SQLITE, evidence.SQLITE_MSG, line)
-    if not g.resolved and (line := evidence.left_out_evidence(log, g.statuses, expected, left_out)):
-        return mark_infra(g, Label.PACKAGE_LEFT_OUT, evidence.LEFT_OUT_MSG, line)
-    if not g.resolved and (line := evidence.skip_evidence(log, g.statuses, expected)):
-        return mark_infra(g, Label.PACKAGE_NOT_IN_SPEC, evidence.NOT_IN_SPEC_MSG, line)
-    if not g.resolved and (line := evidence.skip_evidence(log, g.statuses, expected, evidence.DATABASE_SKIPS)):
-        return mark_infra(g, Label.NEEDS_DATABASE, evidence.DATABASE_MSG, line)
-    if not g.resolved and "freetype" in system_libs:  # an env fact: text and images differ, whoever wrote the patch
-        line = evidence.image_evidence(log, g.statuses, expected) or evidence.FREETYPE_ENV
-        return mark_infra(g, Label.SYSTEM_FREETYPE, evidence.FREETYPE_MSG, line)
-    unpassed = evidence.not_passed(g.statuses, expected)
-    if known := evidence.defect_evidence(task.instance_id, log, g.resolved, task.test_patch, unpassed):
-        return mark_infra(g, Label.UPSTREAM_DEFECT, *known)
-    if signs.py_sign and not g.resolved:
-        g.infra_reason, g.evidence = (
-            signs.vlabel,
-            signs.py_sign,
-        )  # the host's Python or the spec's NumPy, shown by the log
+    "Label a counted run by the first row of `HOST_RULES` that applies and finds its evidence, or leave it as counted."
+    f = SimpleNamespace(g=g, task=task, log=log, expected=expected, signs=signs, missing_system=missing_system,
+                        left_out=left_out, system_libs=system_libs)  # fmt: skip
+    for rule in HOST_RULES:
+        if WHEN[rule.when](g) and (line := rule.recognised(f)):
+            return mark_infra(g, rule.label(f) if callable(rule.label) else rule.label, rule.said(f), line)
     return g
 
 # %% ../../nbs/grading/04_grading.ipynb #8dd0d8092fe74a7c96281538738b07e2
@@ -480,7 +506,12 @@ def grade_session(s: Session, task: Task, patch: str, g: Grade, logs: list, reje
     t1 = time.time()
     if (touched := apply_step(s, task, patch, g, logs, reject_test_edits)) is None:
         return g
-    g.suspicious += guard_tree(s, touched, runner_scripts(base_test_command(task)))
+    flags = guard_tree(s, touched, runner_scripts(base_test_command(task)))
+    if why := guard_refusal(flags):  # past the guard's bounds: nothing of it was checked
+        g.suspicious += [f for f in flags if f != why]
+        refuse(g, why)
+        return g
+    g.suspicious += flags + screen.screen_session(s, task, patch)  # what the patch's text reaches into
     g.seconds["apply"], t1 = round(time.time() - t1, 3), time.time()
     named = sorted(set(touched) | set(patch_files(patch)))  # an edited file git ignores is only in the patch
     kept = s.install_kept(named)  # the env holds this testbed's install and the patch cannot change it

@@ -5,6 +5,8 @@
 # %% ../../nbs/grading/04b_guard.ipynb #91f8678c
 from __future__ import annotations
 
+import base64
+import bisect
 import configparser
 import json
 import re
@@ -16,10 +18,13 @@ from pathlib import PurePosixPath
 from ..tasks.repos import SAFE_GIT
 
 # %% auto #0
-__all__ = ['RUNNER_CONFIG_FILES', 'SHADOW_MODULES', 'CONTENT_CHECKED', 'RUNNER_MODULES', 'GIT_DIR_PATH', 'PROBE_SITE',
-           'ENV_PROBE', 'path_class', 'cfg_runner_config', 'toml_runner_config', 'runner_config', 'module_names',
-           'shadowing', 'runner_scripts', 'finding', 'git_dir_line', 'zero_split', 'untracked', 'tree_changes',
-           'git_state', 'restore_raw', 'restore', 'text_at', 'exists', 'guard_tree', 'env_state', 'env_changes']
+__all__ = ['RUNNER_CONFIG_FILES', 'SHADOW_MODULES', 'CONTENT_CHECKED', 'RUNNER_MODULES', 'GIT_DIR_PATH', 'GUARD_SECONDS',
+           'MAX_GUARDED_PATHS', 'TOO_MANY', 'quoted', 'TEXT_LIMIT', 'UNREAD', 'FACTS_SCRIPT', 'PROBE_SITE', 'ENV_PROBE',
+           'path_class', 'cfg_runner_config', 'toml_runner_config', 'runner_config', 'module_names', 'shadowing',
+           'runner_scripts', 'finding', 'git_dir_line', 'zero_split', 'untracked', 'tree_changes', 'git_state',
+           'base_tree', 'entries_under', 'each', 'restore_script', 'restore_paths', 'restore_raw', 'info_root',
+           'restore', 'text_at', 'decoded', 'read_facts', 'folders_of', 'tree_facts', 'tree_findings', 'guard_tree',
+           'guard_refusal', 'env_state', 'env_changes']
 
 # %% ../../nbs/grading/04b_guard.ipynb #158b7097
 RUNNER_CONFIG_FILES = frozenset({"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini"})
@@ -157,27 +162,80 @@ def git_state(s) -> str:
     files = "cat .git/config .git/info/* .git/hooks/* 2>/dev/null | sha256sum"
     return s.run(f"{files}; ls -A .git/info .git/hooks 2>/dev/null | sha256sum").output  # names, not times
 
+# %% ../../nbs/grading/04b_guard.ipynb #c8d1e002
+GUARD_SECONDS = 120  # the wall clock of each of the guard's sandbox commands
+MAX_GUARDED_PATHS = 2000  # a patch changing more paths is refused: SWE-bench's largest gold patch changes 21 files
+TOO_MANY = "guard: {} paths changed, more than the {} the guard checks; every change is undone, the patch refused"
+quoted = lambda words: " ".join(map(shlex.quote, words))  # words for a bash script
+
+
+def base_tree(s, paths=None) -> dict[str, tuple[str, str, str]]:
+    "path -> (mode, kind, object) of every entry at the session's base commit (or at or below `paths` only)."
+    q = "" if paths is None else " -- " + quoted(paths)
+    r = s.run(f"{SAFE_GIT} ls-tree -r -z {s.base}{q}", max_output=1 << 26, timeout=GUARD_SECONDS)
+    if r.exit_code or r.timed_out:
+        raise RuntimeError(f"git ls-tree of the base commit failed: {r.output[-300:]}")  # a trusted repository: ours
+    entries = (e.split("\t", 1) for e in zero_split(r.output))
+    return {name: tuple(meta.split()) for meta, name in entries}
+
+# %% ../../nbs/grading/04b_guard.ipynb #c8d1e004
+def entries_under(tree: dict, paths) -> dict:
+    "The entries of `tree` (from `base_tree`) at or below each of `paths`."
+    names, out = sorted(tree), {}
+    for p in paths:
+        if p in tree:
+            out[p] = tree[p]
+        i = bisect.bisect_left(names, p + "/")
+        while i < len(names) and names[i].startswith(p + "/"):
+            out[names[i]] = tree[names[i]]
+            i += 1
+    return out
+
+
+def each(cmd: str, words) -> list[str]:
+    "A line that runs `cmd` over `words` (batched by xargs, any number of them), or none when there are none."
+    return [f"printf '%s\\0' {quoted(words)} | xargs -0 -r {cmd} --"] if words else []
+
+
+def restore_script(tree: dict, paths) -> str:
+    "Bash that removes `paths` (files or folders), then writes what `tree` holds at or below them, byte for byte."
+    under = entries_under(tree, paths)
+    lines = each("rm -rf", list(paths)) + each("mkdir -p", sorted({n.rpartition("/")[0] for n in under} - {""}))
+    for name, (mode, kind, obj) in under.items():
+        n = shlex.quote(name)
+        if mode == "120000":  # a symlink: its blob is the target
+            lines.append(f'ln -s -- "$({SAFE_GIT} cat-file blob {obj})" {n}')
+        elif kind == "blob":
+            lines.append(f"{SAFE_GIT} cat-file blob {obj} > {n}")
+    blobs = [n for n, (mode, kind, _) in under.items() if kind == "blob" and mode != "120000"]
+    lines += each("chmod 755", [n for n in blobs if under[n][0] == "100755"])
+    lines += each("chmod 644", [n for n in blobs if under[n][0] != "100755"])
+    return "\n".join(lines) + "\n"
+
 # %% ../../nbs/grading/04b_guard.ipynb #b7c1a009
+def restore_paths(s, paths, tree: dict | None = None):
+    "Put `paths` (files or folders) back as at the session's base commit (`tree`: its `base_tree`), in one command."
+    if not paths:
+        return None
+    tree = base_tree(s, paths if len(paths) <= 100 else None) if tree is None else tree
+    return s.run("bash -s", input=restore_script(tree, paths), max_output=1 << 16, timeout=GUARD_SECONDS)
+
+
 def restore_raw(s, path: str):
     "`path` (file or folder) exactly as stored at the base commit, through no filter or attribute; removed if absent."
-    q, steps = shlex.quote(path), []
-    for entry in zero_split(s.run(f"{SAFE_GIT} ls-tree -r -z {s.base} -- {q}", max_output=1 << 24).output):
-        meta, name = entry.split("\t", 1)
-        mode, kind, sha = meta.split()
-        n = shlex.quote(name)
-        steps.append(f'mkdir -p -- "$(dirname -- {n})"')
-        if mode == "120000":  # a symlink: its blob is the target
-            steps.append(f'ln -s -- "$({SAFE_GIT} cat-file blob {sha})" {n}')
-        elif kind == "blob":
-            steps.append(f"{SAFE_GIT} cat-file blob {sha} > {n} && chmod {'755' if mode == '100755' else '644'} -- {n}")
-    s.run("; ".join([f"rm -rf -- {q}", *steps]), max_output=1 << 16)
+    restore_paths(s, [path])
 
-# %% ../../nbs/grading/04b_guard.ipynb #f7db2c97
-def restore(s, path: str):
-    "Put `path` (file or folder) back as it is at the session's base commit (see `restore_raw`)."
+
+def info_root(path: str) -> str:
+    "What restoring `path` restores: the whole `*.dist-info`/`*.egg-info` folder it is in, else `path` itself."
     parts = PurePosixPath(path).parts
     info = next((i for i, c in enumerate(parts) if c.endswith((".dist-info", ".egg-info"))), None)
-    restore_raw(s, "/".join(parts[: info + 1]) if info is not None else path)
+    return "/".join(parts[: info + 1]) if info is not None else path
+
+
+def restore(s, path: str):
+    "Put `path` (file or folder) back as it is at the session's base commit (see `restore_paths`)."
+    restore_raw(s, info_root(path))
 
 # %% ../../nbs/grading/04b_guard.ipynb #e861e069
 def text_at(s, path: str, base: bool = False) -> str | None:
@@ -186,26 +244,88 @@ def text_at(s, path: str, base: bool = False) -> str | None:
     r = s.run(f"{SAFE_GIT} show {s.base}:{q}" if base else f"cat -- {q}", max_output=1 << 22)
     return r.output if r.exit_code == 0 else None
 
-# %% ../../nbs/grading/04b_guard.ipynb #dff8f1cb
-def exists(s, path: str, base: bool = False) -> bool:
-    q = shlex.quote(path)
-    return s.run(f"{SAFE_GIT} cat-file -e {s.base}:{q}" if base else f"[ -e {q} ]").exit_code == 0
+# %% ../../nbs/grading/04b_guard.ipynb #c8d1e008
+TEXT_LIMIT = 1 << 22  # bytes of a configuration file the guard reads; a longer one is restored unread
+UNREAD = "\0unread"  # the text of a configuration file the guard could not read
+FACTS_SCRIPT = r"""exec 2>/dev/null
+i=0; for p in {new}; do [ -f "$p" ] && {{ printf 'T%d\0' $i; head -c {n} -- "$p" | base64 -w0; printf '\0'; }}; i=$((i+1)); done
+i=0; for b in {base}; do printf 'B%d\0' $i; {git} cat-file blob "$b" | head -c {n} | base64 -w0; printf '\0'; i=$((i+1)); done
+i=0; for d in {folders}; do [ -e "$d/__init__.py" ] && printf 'P%d\0' $i; i=$((i+1)); done
+printf 'END\0'
+"""
+
+
+def decoded(b64: str) -> str:
+    "A text the facts script sent (base64), `UNREAD` when it is cut or longer than `TEXT_LIMIT`."
+    try:
+        raw = base64.b64decode(b64, validate=True)
+    except ValueError:
+        return UNREAD
+    return UNREAD if len(raw) > TEXT_LIMIT else raw.decode("utf-8", "replace")
+
+
+def read_facts(output: str) -> tuple[dict, bool]:
+    "The records of the facts script's answer: ('T', i) -> text, ('B', i) -> text, ('P', i) -> True; and whether whole."
+    fields, records, whole = output.split("\0"), {}, False
+    for k, f in enumerate(fields):
+        if f == "END":
+            whole = True
+        elif f[:1] in ("T", "B") and f[1:].isdigit() and k + 1 < len(fields):
+            records[(f[0], int(f[1:]))] = decoded(fields[k + 1])
+        elif f[:1] == "P" and f[1:].isdigit():
+            records[("P", int(f[1:]))] = True
+    return records, whole
+
+# %% ../../nbs/grading/04b_guard.ipynb #c8d1e011
+def folders_of(paths) -> list[str]:
+    "Every folder above each of `paths`, sorted."
+    return sorted({"/".join(PurePosixPath(p).parts[:i]) for p in paths for i in range(1, len(PurePosixPath(p).parts))})
+
+
+def tree_facts(s, tree: dict, touched: list[str]) -> dict:
+    "(base text, patched text) of each configuration file among `touched`, and the folders of new paths that are packages."
+    checked = [p for p in touched if PurePosixPath(p).name in CONTENT_CHECKED]
+    based = [p for p in checked if tree.get(p, ("", ""))[1] == "blob"]
+    folders = folders_of(p for p in touched if p not in tree)
+    names = {"new": checked, "base": [tree[p][2] for p in based], "folders": folders}
+    script = FACTS_SCRIPT.format(n=TEXT_LIMIT + 1, git=SAFE_GIT, **{k: quoted(v) for k, v in names.items()})
+    got, whole = read_facts(s.run("bash -s", input=script, max_output=1 << 26, timeout=GUARD_SECONDS).output)
+    absent = None if whole else UNREAD  # no record: absent, or unknown when the answer is cut short
+    base = {p: got.get(("B", i), UNREAD) for i, p in enumerate(based)}
+    texts = {p: (base.get(p), got.get(("T", i), absent)) for i, p in enumerate(checked)}
+    return {"texts": texts, "packages": {d for i, d in enumerate(folders) if ("P", i) in got}}
+
+# %% ../../nbs/grading/04b_guard.ipynb #c8d1e012
+def tree_findings(touched: list[str], tree: dict, facts: dict, scripts=()) -> list[tuple[str, str]]:
+    "(path to restore, `path: why`) for each change among `touched` the guard undoes, from `base_tree` and `tree_facts`."
+    at_base = set(tree) | set(folders_of(tree))
+    out = []
+    for p in touched:
+        texts = facts["texts"].get(p, ())
+        if UNREAD in texts:
+            out.append((p, f"{p}: longer than the {TEXT_LIMIT} bytes the guard reads, or unreadable"))
+        elif why := finding(p, *texts, scripts=scripts):
+            out.append((info_root(p), f"{p}: {why}"))
+        elif p not in at_base:
+            for m in shadowing(p, lambda d: d in facts["packages"]):
+                out.append((m, f"{m}: a new module shadows the test runner's or the standard library's {m}"))
+    return list(dict.fromkeys(out))  # a shadowing folder of many new files: once
 
 # %% ../../nbs/grading/04b_guard.ipynb #4eb1de26
 def guard_tree(s, touched: list[str], scripts=()) -> list[str]:
     "Undo the changes to files that steer the test runner among `touched` (from `tree_changes`); `path: why` for each."
-    out = []
-    for p in touched:
-        name = PurePosixPath(p).name
-        texts = (text_at(s, p, base=True), text_at(s, p)) if name in CONTENT_CHECKED else ()
-        if why := finding(p, *texts, scripts=scripts):
-            out.append(f"{p}: {why}")
-            restore(s, p)
-        elif not exists(s, p, base=True):
-            for m in shadowing(p, lambda d: exists(s, f"{d}/__init__.py")):
-                out.append(f"{m}: a new module shadows the test runner's or the standard library's {m}")
-                restore(s, m)
+    tree, many = base_tree(s), len(touched) > MAX_GUARDED_PATHS  # many: not read file by file, all of it goes
+    found = [] if many else tree_findings(touched, tree, tree_facts(s, tree, touched), scripts)
+    r = restore_paths(s, touched if many else list(dict.fromkeys(p for p, _ in found)), tree)
+    out = [why for _, why in found] + [TOO_MANY.format(len(touched), MAX_GUARDED_PATHS)] * many
+    if r is not None and (r.timed_out or r.killed):
+        out.append(f"guard: undoing the changes took over {GUARD_SECONDS} s or was stopped; the patch is refused")
     return out
+
+
+def guard_refusal(flags: list[str]) -> str | None:
+    "The flag of a `guard_tree` answer that refuses the patch (it could not be checked within the guard's bounds)."
+    return next((f for f in flags if f.startswith("guard: ")), None)
 
 # %% ../../nbs/grading/04b_guard.ipynb #314f6f60
 PROBE_SITE = r"""

@@ -20,31 +20,48 @@ from fastcore.basics import patch
 from ..base.core import parse_jsonl, read_regular
 
 # %% auto #0
-__all__ = ['CONTEXT_FULL', 'PRICES', 'RETRY_STATUS', 'RETRY_AFTER_CAP', 'MODEL_FORMS', 'OPENAI_SPEC', 'LOCAL_URL', 'SMOKE_MODELS',
-           'ModelError', 'ContextFull', 'context_full', 'Usage', 'ToolCall', 'Reply', 'Model', 'ModelBase', 'price_of',
-           'cost', 'retry_after', 'OutOfTime', 'NoAnswer', 'seconds_left', 'within', 'with_retries', 'TimeBudget',
-           'ModelSpec', 'model_spec', 'smoke_label', 'replay_lines', 'read_replay', 'ReplayModel', 'ScriptedModel']
+__all__ = ['ATTEMPT_CAUSED', 'PRICES', 'RETRY_STATUS', 'RETRY_AFTER_CAP', 'MODEL_FORMS', 'OPENAI_SPEC', 'LOCAL_URL',
+           'SMOKE_MODELS', 'ModelError', 'AttemptCaused', 'ContextFull', 'Refused', 'attempt_caused', 'Usage',
+           'ToolCall', 'Reply', 'Model', 'ModelBase', 'price_of', 'cost', 'retry_after', 'OutOfTime', 'NoAnswer',
+           'seconds_left', 'within', 'with_retries', 'TimeBudget', 'ModelSpec', 'model_spec', 'smoke_label',
+           'replay_lines', 'read_replay', 'ReplayModel', 'ScriptedModel']
 
 # %% ../../nbs/models/05a_model_base.ipynb #9235eb87
 class ModelError(RuntimeError):
     "A model cannot be used or a request failed for good (after retries); one sentence."
 
 # %% ../../nbs/models/05a_model_base.ipynb #c8ae55f7
-class ContextFull(ModelError):
-    "The conversation no longer fits the model's context window: the agent's run ends there (not infrastructure)."
+class AttemptCaused(ModelError):
+    "A request failed on the attempt's own content: the agent's run ends there, graded as it stands (not infrastructure)."
+
+    exit_reason = "attempt_error"
+
+
+class ContextFull(AttemptCaused):
+    "The conversation no longer fits the model's context window."
+
+    exit_reason = "context_full"
+
+
+class Refused(AttemptCaused):
+    "The provider refused the conversation's content (a content filter or a usage policy)."
+
+    exit_reason = "refused"
 
 # %% ../../nbs/models/05a_model_base.ipynb #30e9b593
-# the attempt's own transcript is too large for the model or the endpoint (HTTP 413 too): the attempt's failure
-CONTEXT_FULL = re.compile(
-    r"context_length_exceeded|maximum context length|prompt is too long|exceeds? (the )?context window"
-    r"|request_too_large|request entity too large|payload too large|HTTP 413\b",
-    re.I,
-)
+ATTEMPT_CAUSED = (  # (the error, how a provider's message says it), tried in order
+    (ContextFull, re.compile(  # the transcript is too large for the model or the endpoint (HTTP 413 too)
+        r"context_length_exceeded|maximum context length|prompt is too long|exceeds? (the )?context window"
+        r"|request_too_large|request entity too large|payload too large|HTTP 413\b", re.I)),
+    (Refused, re.compile(  # OpenAI, Azure OpenAI and Anthropic content filters
+        r"content_policy_violation|content_filter|content management policy|ResponsibleAIPolicyViolation"
+        r"|blocked by content filtering policy|flagged as potentially violating", re.I)),
+)  # fmt: skip
 
 # %% ../../nbs/models/05a_model_base.ipynb #bc232cf7
-def context_full(e: ModelError) -> ModelError:
-    "`e` as `ContextFull` when its message says the context window was exceeded (OpenAI, llama.cpp, vLLM, Anthropic)."
-    return ContextFull(str(e)) if CONTEXT_FULL.search(str(e)) else e
+def attempt_caused(e: ModelError) -> ModelError:
+    "`e` as the `AttemptCaused` error its message names (`ATTEMPT_CAUSED`), else `e` as it was."
+    return next((kind(str(e)) for kind, sign in ATTEMPT_CAUSED if sign.search(str(e))), e)
 
 # %% ../../nbs/models/05a_model_base.ipynb #cd234b16
 @dataclass

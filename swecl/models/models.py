@@ -30,7 +30,7 @@ from swecl.models.model_base import (
     ScriptedModel,
     ToolCall,
     Usage,
-    context_full,
+    attempt_caused,
     cost,
     model_spec,
     retry_after,
@@ -183,7 +183,7 @@ class AnthropicModel(ModelBase):
 # %% ../../nbs/models/05_models.ipynb #35913bd4
 @patch
 def _send(self: AnthropicModel, body: dict):
-    "The SDK's answer to `body` under `with_retries`, each try bounded in all (a temperature in `extra_body`); `ContextFull` when full."
+    "The SDK's answer to `body` under `with_retries`, each try bounded in all (a temperature in `extra_body`); an `AttemptCaused` error when its content made it fail."
     extra = {"extra_body": {"temperature": body.pop("temperature")}} if "temperature" in body else {}
     create = lambda: self.client.messages.create(**body, **extra)
     what = f"{self.name} request"
@@ -193,7 +193,7 @@ def _send(self: AnthropicModel, body: dict):
             create, _classify_anthropic, self.retries, self.backoff, sleep=self.sleep, what=what, **limits
         )
     except ModelError as e:
-        raise context_full(e) from None
+        raise attempt_caused(e) from None
 
 # %% ../../nbs/models/05_models.ipynb #fb38a9b9
 def _openai_assistant(m: dict) -> dict:
@@ -338,7 +338,7 @@ def request(self: OpenAIModel, messages: list, tools: list | None, system: str |
 # %% ../../nbs/models/05_models.ipynb #a38bd40c
 @patch
 def _post(self: OpenAIModel, body: dict) -> dict:
-    "The server's answer to `body`, posted under `with_retries`, each try bounded (see above); `ContextFull` when full."
+    "The server's answer to `body`, posted under `with_retries`, each try bounded (see above); an `AttemptCaused` error when its content made it fail."
 
     import httpx  # optional dependency (the llm extra)
 
@@ -354,7 +354,7 @@ def _post(self: OpenAIModel, body: dict) -> dict:
     try:
         return with_retries(call, classify_http, self.retries, self.backoff, sleep=self.sleep, what=what, **limits)
     except ModelError as e:
-        raise context_full(e) from None
+        raise attempt_caused(e) from None
 
 # %% ../../nbs/models/05_models.ipynb #da9abd85
 class LlamaCppModel(ModelBase):

@@ -27,6 +27,7 @@ STOP_WORDS = {
     "errors": "stopped after repeated format or tool errors",
     "repetition": "stopped: the same action with the same result again and again",
     "context_full": "stopped: the conversation outgrew the model's context window",
+    "refused": "stopped: the provider refused the conversation's content (a content filter)",
 }
 
 # %% ../../nbs/runs/09b_progress.ipynb #7cb94ef9

@@ -1,88 +1,120 @@
-# swecl's test witness: runs a task's test runner in this process and records each test's outcome from the call
-# itself, before the project's code is imported, into a file of signed lines that the test log cannot forge.
-# Shipped as data (not exported from a notebook) because it runs inside the task's env, on Pythons back to 3.5:
-# no f-strings, nothing outside the standard library. The harness side is swecl.grading.witness.
+# swecl's test witness: runs a task's test runner in this process and records, as they happen, each test's phases from
+# the call itself into a stream of signed lines that the test log cannot forge. The runner and its dependencies are
+# imported, and fingerprinted, before any path of the working copy is importable. Shipped as data (not exported from a
+# notebook) because it runs inside the task's env, on Pythons back to 3.5: no f-strings, nothing outside the standard
+# library. The harness side, which turns the records into statuses and findings, is swecl.grading.witness.
 #
-# Usage: python swecl_witness.py RECORDS (pytest | -m pytest | SCRIPT) ARGS...; the signing key is the first line of
+# Usage: python swecl_witness.py RECORDS (pytest | -m pytest | SCRIPT) ARGS...; the first key is the first line of
 # standard input. What it stops and what it cannot stop is written in nbs/grading/04h_witness.ipynb.
-import hashlib
+#
+# Nothing the witness keeps is looked up by name at run time: run as a script, this file executes itself again in a
+# private namespace (rebinding a name in __main__ changes nothing it runs), its tables are tuples, and it keeps no
+# table of outcomes at all: each record is written when its event happens, under a key used once and then replaced by
+# its hash, so a test that reads the current key out of memory can neither sign an earlier record nor write one the
+# harness cannot tell from a duplicate.
 import hmac
 import json
 import os
 import sys
+import types
 
-STATUS_LINES = {  # how each runner's own log spells a status, so the harness parses both with one parser
-    "pytest": {"PASSED": "PASSED {id}", "FAILED": "FAILED {id}", "ERROR": "ERROR {id}", "SKIPPED": "SKIPPED {id}",
-               "XFAIL": "XFAIL {id}", "XPASS": "XPASS {id}"},
-    "unittest": {"PASSED": "{id} ... ok", "FAILED": "{id} ... FAIL", "ERROR": "{id} ... ERROR",
-                 "SKIPPED": "{id} ... skipped ''", "XFAIL": "{id} ... expected failure",
-                 "XPASS": "{id} ... unexpected success"},
-    "sympy": {"PASSED": "{id} ok", "FAILED": "{id} F", "ERROR": "{id} E", "SKIPPED": "{id} s", "XFAIL": "{id} f",
-              "XPASS": "{id} X"},
-}
+from hashlib import sha256
+from os import write as os_write
+
+dumps = json.dumps
+hmac_new = hmac.new
+MODULE_DICT = types.ModuleType.__dict__["__dict__"].__get__  # a module's own namespace, whatever its class says
+TYPE_DICT = type.__dict__["__dict__"].__get__  # a class's own namespace, whatever its metaclass says
+TYPE_MRO = type.__dict__["__mro__"].__get__
+ModuleType = types.ModuleType
+RATCHET = b"swecl-witness-ratchet"
+
+
+def next_key(key):
+    "The key after `key`: each record is signed with its own, and the harness derives them all from the first."
+    return sha256(RATCHET + key).digest()
 
 
 class Records(object):
-    "Signed, numbered JSON lines appended to a file: [body, mac], body the JSON text of [seq, kind, data]."
+    "Numbered JSON lines [body, mac] appended to a file, body the JSON text of [seq, kind, data], each key used once."
 
     def __init__(self, path, key):
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self.key, self.seq = key, 0
+        self.key, self.seq, self.pid = key, 0, os.getpid()
 
     def write(self, kind, data):
-        body = json.dumps([self.seq, kind, data], sort_keys=True)
-        mac = hmac.new(self.key, body.encode("utf-8"), hashlib.sha256).hexdigest()
-        os.write(self.fd, (json.dumps([body, mac]) + "\n").encode("utf-8"))  # the signed text itself, verbatim
-        self.seq += 1
+        if os.getpid() != self.pid:  # a forked child (multiprocessing) holds a copy of this state: it records nothing
+            return
+        body = dumps([self.seq, kind, data], sort_keys=True, default=repr)
+        mac = hmac_new(self.key, body.encode("utf-8"), sha256).hexdigest()
+        os_write(self.fd, (dumps([body, mac]) + "\n").encode("utf-8"))  # the signed text itself, verbatim
+        self.key, self.seq = next_key(self.key), self.seq + 1
 
 
-def attribute(path):
-    "The object at a dotted path (module.attr.attr), or None."
-    parts = path.split(".")
-    for i in range(len(parts), 0, -1):
-        mod = sys.modules.get(".".join(parts[:i]))
-        if mod is not None:
-            obj = mod
-            for p in parts[i:]:
-                obj = getattr(obj, p, None)
-                if obj is None:  # a module this pytest lacks (_pytest.reports before 3.9): None, not None.__init__
-                    return None
-            return obj
-    return None
+def read_key():
+    "The first line of standard input, read from the descriptor itself: no buffer keeps a copy of it."
+    got = b""
+    while not got.endswith(b"\n"):
+        c = os.read(0, 1)
+        if not c:
+            break
+        got += c
+    return got.strip()
+
+
+def raw(owner, name):
+    "The value `owner` itself holds under `name` (a module's or a class's namespace, the class's bases in order)."
+    if isinstance(owner, ModuleType):
+        return MODULE_DICT(owner).get(name)
+    if isinstance(owner, type):
+        for k in TYPE_MRO(owner):
+            d = TYPE_DICT(k)
+            if name in d:
+                return d[name]
+    return getattr(owner, name, None)
+
+
+CODE_HASHES = {}  # id -> (code, hash): the code is kept alive, so its id is never another's
 
 
 def fingerprint(obj):
     "Identity of an object and of its code: replacing either (a monkeypatch, a new __code__) changes it."
-    obj = getattr(obj, "__func__", obj)  # a bound or class method is made anew at each lookup: its function is not
+    obj = getattr(obj, "__func__", obj)  # a bound method or a classmethod: its function
     code = getattr(obj, "__code__", None)
-    return (id(obj), id(code), getattr(code, "co_code", None))
+    if obj is None:
+        return "-"
+    if code is not None and id(code) not in CODE_HASHES:
+        CODE_HASHES[id(code)] = (code, sha256(code.co_code).hexdigest()[:12])
+    return "%x.%x.%s" % (id(obj), id(code), CODE_HASHES[id(code)][1] if code is not None else "")
 
 
-MACHINERY = {  # what runs tests and reports outcomes; the code under test has no business replacing it
-    "pytest": ["_pytest.runner.call_and_report", "_pytest.runner.runtestprotocol", "_pytest.runner.call_runtest_hook",
-               "_pytest.runner.CallInfo.from_call", "_pytest.runner.pytest_runtest_makereport",
-               "_pytest.reports.TestReport.from_item_and_call", "_pytest.reports.TestReport.__init__",
-               "_pytest.python.pytest_pyfunc_call", "_pytest.python.Function.runtest",
-               "_pytest.unittest.TestCaseFunction.runtest", "_pytest.skipping.pytest_runtest_makereport",
-               "_pytest.terminal.TerminalReporter.pytest_runtest_logreport",
-               "_pytest.terminal.TerminalReporter.short_test_summary", "_pytest.main.pytest_runtestloop",
-               "_pytest.outcomes.fail", "_pytest.outcomes.skip", "_pytest.outcomes.xfail",
-               "pluggy._callers._multicall", "pluggy.callers._multicall", "pluggy._hooks._HookCaller.__call__",
-               "pluggy.hooks._HookCaller.__call__", "pluggy._manager.PluginManager._hookexec"],
-    "unittest": ["unittest.case.TestCase.run", "unittest.case.TestCase.__call__", "unittest.case.TestCase.fail",
-                 "unittest.case.TestCase.assertEqual", "unittest.case.TestCase.assertTrue",
-                 "unittest.case.TestCase.assertFalse", "unittest.case.TestCase.assertRaises",
-                 "unittest.case.TestCase.assertIn", "unittest.case.TestCase.assertIs",
-                 "unittest.case.TestCase._baseAssertEqual", "unittest.case.TestCase.assertMultiLineEqual",
-                 "unittest.result.TestResult.addSuccess", "unittest.result.TestResult.addFailure",
-                 "unittest.result.TestResult.addError", "unittest.result.TestResult.addSkip",
-                 "unittest.result.TestResult.wasSuccessful", "unittest.runner.TextTestRunner.run",
-                 "unittest.suite.TestSuite.run"],
-    "builtins": ["builtins.AssertionError", "builtins.Exception", "builtins.isinstance", "builtins.issubclass",
-                 "builtins.print", "builtins.compile", "builtins.exec", "builtins.__import__",
-                 "sys.exit", "os._exit"],
-}
-
+MACHINERY = (  # what runs tests and reports outcomes; the code under test has no business replacing it
+    ("pytest", ("_pytest.runner.call_and_report", "_pytest.runner.runtestprotocol", "_pytest.runner.call_runtest_hook",
+                "_pytest.runner.CallInfo", "_pytest.runner.CallInfo.from_call", "_pytest.runner.pytest_runtest_makereport",
+                "_pytest.reports.TestReport", "_pytest.reports.TestReport.from_item_and_call",
+                "_pytest.reports.TestReport.__init__", "_pytest.python.pytest_pyfunc_call", "_pytest.python.Function",
+                "_pytest.python.Function.runtest", "_pytest.python.Function._getobj",
+                "_pytest.unittest.TestCaseFunction.runtest", "_pytest.skipping.pytest_runtest_makereport",
+                "_pytest.terminal.TerminalReporter.pytest_runtest_logreport",
+                "_pytest.terminal.TerminalReporter.short_test_summary", "_pytest.main.pytest_runtestloop",
+                "_pytest.outcomes.fail", "_pytest.outcomes.skip", "_pytest.outcomes.xfail",
+                "pluggy._callers._multicall", "pluggy.callers._multicall", "pluggy._hooks._HookCaller.__call__",
+                "pluggy.hooks._HookCaller.__call__", "pluggy._manager.PluginManager._hookexec",
+                "pluggy._manager.PluginManager.register", "_pytest.config.PytestPluginManager.register")),
+    ("unittest", ("unittest.case.TestCase.run", "unittest.case.TestCase.__call__", "unittest.case.TestCase.fail",
+                  "unittest.case.TestCase.assertEqual", "unittest.case.TestCase.assertTrue",
+                  "unittest.case.TestCase.assertFalse", "unittest.case.TestCase.assertRaises",
+                  "unittest.case.TestCase.assertIn", "unittest.case.TestCase.assertIs",
+                  "unittest.case.TestCase._baseAssertEqual", "unittest.case.TestCase.assertMultiLineEqual",
+                  "unittest.result.TestResult.addSuccess", "unittest.result.TestResult.addFailure",
+                  "unittest.result.TestResult.addError", "unittest.result.TestResult.addSkip",
+                  "unittest.result.TestResult.wasSuccessful", "unittest.runner.TextTestRunner.run",
+                  "unittest.suite.TestSuite.run")),
+    ("builtins", ("builtins.AssertionError", "builtins.Exception", "builtins.isinstance", "builtins.issubclass",
+                  "builtins.print", "builtins.compile", "builtins.exec", "builtins.__import__",
+                  "sys.exit", "os._exit", "os.write", "json.JSONEncoder.encode", "json.JSONEncoder.iterencode",
+                  "hmac.HMAC.hexdigest", "hmac.HMAC.update")),
+)
 
 STDLIB = os.path.dirname(os.path.abspath(os.__file__))
 
@@ -93,42 +125,151 @@ def stdlib_code(obj):
     return code is None or os.path.abspath(code.co_filename).startswith(STDLIB + os.sep)
 
 
+def resolve(path):
+    "(owner, name, module name) of a dotted path: the module or class that holds its last part, found now; or None."
+    parts = path.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        owner = sys.modules.get(".".join(parts[:i]))
+        if owner is not None:
+            for p in parts[i:-1]:
+                owner = raw(owner, p)
+                if owner is None:  # a module this pytest lacks (_pytest.reports before 3.9)
+                    return None
+            return owner, parts[-1], ".".join(parts[:i])
+    return None
+
+
 class Integrity(object):
-    "Fingerprints of the runner's machinery at start; what differs at the end."
+    "The machinery's owners, held from the start (not looked up again in sys.modules), and its fingerprints."
 
     def __init__(self, groups):
-        self.names = [n for g in groups for n in MACHINERY[g]]
-        self.before = dict((n, fingerprint(attribute(n))) for n in self.names)
-        # unittest is imported by the tests, not by the witness (pytester's in-process runs drop modules imported
-        # after their start, and a unittest module kept alive across them changes what later tests see): its
+        names = [n for g, ns in MACHINERY if g in groups for n in ns]
+        self.owners = tuple((n, resolve(n)) for n in names)
+        runner = set(o[2] for n, o in self.owners if o is not None and n.startswith(("_pytest.", "pluggy.")))
+        self.modules = tuple((m, sys.modules[m]) for m in sorted(runner))  # must stay in sys.modules as they are
+        # unittest is imported by the tests, not by the witness under pytest (pytester's in-process runs drop modules
+        # imported after their start, and a unittest module kept alive across them changes what later tests see): its
         # functions, found only at the end, must still be the standard library's
-        self.later = set(n for n in self.names if n.startswith("unittest.") and attribute(n) is None)
+        self.later = tuple(n for n, o in self.owners if o is None and n.startswith("unittest."))
 
-    def changed(self):
-        return [n for n in self.names
-                if (not stdlib_code(attribute(n)) if n in self.later else fingerprint(attribute(n)) != self.before[n])]
+    def now(self):
+        return dict((n, fingerprint(raw(o[0], o[1])) if o is not None else "-") for n, o in self.owners)
+
+    def late_changes(self):
+        found = [(n, resolve(n)) for n in self.later]
+        out = [n for n, o in found if o is not None and not stdlib_code(raw(o[0], o[1]))]
+        return out + ["sys.modules['%s']" % m for m, mod in self.modules if sys.modules.get(m) is not mod]
 
 
-class Tests(object):
-    "Each test's phases as observed; its final status in SWE-bench's terms."
+def under(path, roots):
+    a = os.path.abspath(path or os.curdir)
+    return any(a == r or a.startswith(r + os.sep) for r in roots)
 
-    def __init__(self):
-        self.order, self.phases = [], {}
 
-    def add(self, test_id, phase, outcome):
-        if test_id not in self.phases:
-            self.order.append(test_id)
-            self.phases[test_id] = {}
-        self.phases[test_id][phase] = outcome
+def origin(module):
+    "A module's file, read from its own namespace (never through an attribute lookup it could replace)."
+    f = MODULE_DICT(module).get("__file__") if isinstance(module, ModuleType) else None
+    return os.path.abspath(f) if isinstance(f, str) else None
 
-    def status(self, test_id):
-        p = self.phases[test_id]
-        setup, call, teardown = p.get("setup", "passed"), p.get("call"), p.get("teardown", "passed")
-        if setup == "skipped" or call == "skipped":
-            return "SKIPPED"
-        if setup != "passed" or teardown not in ("passed", "skipped"):
-            return "ERROR"
-        return {"passed": "PASSED", "xfail-marked": "XFAIL", "xpass-marked": "XPASS"}.get(call, "FAILED")
+
+def is_stdlib(name):
+    names = getattr(sys, "stdlib_module_names", None)
+    if names is not None:
+        return name in names
+    return name in sys.builtin_module_names or os.path.exists(os.path.join(STDLIB, name)) or \
+        os.path.exists(os.path.join(STDLIB, name + ".py"))
+
+
+RUNNER_NAMES = ("pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "pygments", "exceptiongroup", "tomli",
+                "toml", "attr", "more_itertools", "atomicwrites", "_distutils_hack", "pkg_resources")  # and what it imports
+LAZY = ("tomllib", "tomli", "toml", "packaging.version", "exceptiongroup")  # what pytest imports as it reads its config
+PROJECT_RUNNER = ("pytest", "_pytest", "py")  # pytest's own repository: its runner is the project
+
+
+class Runner(object):
+    "The runner and its dependencies imported with no path of the working copy on sys.path, and where each came from."
+
+    def __init__(self, roots):
+        self.roots, self.project_runner = roots, False
+        self.found, self.modules, self.dirs = [], {}, []
+
+    def bootstrap(self, names, lazy=()):
+        import importlib
+
+        before, saved = set(sys.modules), list(sys.path)
+        project = [p for p in saved if under(p, self.roots)]
+        sys.path[:] = [p for p in saved if p not in project]
+        try:
+            if find_spec(names[0]) is None:  # pytest's own repository: the runner is only there
+                home = [p for p in project if find_spec(names[0], [p]) is not None]
+                sys.path += home[:1]  # last: its dependencies still come from the env
+            spec = find_spec(names[0])
+            self.project_runner = names[0] == "pytest" and spec is not None and under(spec.origin or os.sep, self.roots)
+            for name in tuple(names) + tuple(lazy):
+                try:
+                    importlib.import_module(name)
+                except Exception:
+                    pass  # older pytest: the module is not there, its names fingerprint as absent
+        finally:
+            sys.path[:] = saved
+        self.survey(before, project)
+
+    def survey(self, before, project):
+        "Record each newly imported module's file and hash; name the runner's modules that come from the working copy."
+        tops = set()
+        for name in sorted(set(sys.modules) - before):
+            f, top = origin(sys.modules[name]), name.split(".")[0]
+            tops.add(top)  # its name, standard library's or not, is the runner's: the working copy must not hold it
+            if f is None or f.startswith(STDLIB + os.sep) and "-packages" not in f:
+                continue
+            self.modules[name] = [f, file_hash(f)]
+            self.dirs.append(os.path.dirname(f))
+            if under(f, self.roots) and not (self.project_runner and top in PROJECT_RUNNER):
+                self.found.append("the test runner's %s was imported from the working copy (%s)" % (name, f))
+        for top in sorted(tops | set(RUNNER_NAMES)):
+            spec = find_spec(top, project) if project and top != "test" else None
+            if spec is not None and spec.origin not in (None, "namespace") and not (
+                    self.project_runner and top in PROJECT_RUNNER):
+                self.found.append("the working copy holds %s (%s), named like a module of the test runner" % (
+                    top, spec.origin))
+
+    def shadows_now(self):
+        "Modules loaded from the working copy under a name of the runner or of the standard library, at the end."
+        out, tops = [], self.tops()
+        for name, mod in list(sys.modules.items()):
+            top, f = name.split(".")[0], origin(mod)
+            named = top in RUNNER_NAMES or top in tops or (top != "test" and is_stdlib(top))
+            if f and named and under(f, self.roots) and not (self.project_runner and top in PROJECT_RUNNER):
+                out.append("%s was loaded from the working copy (%s)" % (name, f))
+        return sorted(out)
+
+    def tops(self):
+        return set(n.split(".")[0] for n in self.modules)
+
+
+def find_spec(name, path=None):
+    "Where `name` would be imported from (on `path` alone, if given), or None; never raises."
+    import importlib.machinery
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) if path is None else importlib.machinery.PathFinder.find_spec(name, path)
+    except (ImportError, ValueError, AttributeError):
+        return None
+
+
+def file_hash(path):
+    try:
+        with open(path, "rb") as f:
+            return sha256(f.read()).hexdigest()[:16]
+    except (IOError, OSError):
+        return None
+
+
+def startup_findings(roots):
+    "Modules the interpreter imported from the working copy before the witness started (sitecustomize, a .pth's)."
+    return ["%s was imported from the working copy at interpreter start (%s)" % (n, origin(m))
+            for n, m in sorted(sys.modules.items()) if n != "__main__" and under(origin(m) or os.sep, roots)]
 
 
 def reported_id(nodeid):
@@ -136,41 +277,178 @@ def reported_id(nodeid):
     return nodeid.replace("::()", "")  # as pytest 3's TerminalReporter._locationline does
 
 
-def pytest_plugin(pytest, tests):
-    "A plugin object whose hookwrapper sees every phase's call before any other plugin reports it."
+def innermost(fn):
+    "The function under its decorators (functools.wraps' __wrapped__ chain), unbound."
+    fn = getattr(fn, "__func__", fn)
+    for _ in range(64):
+        try:
+            inner = MODULE_DICT(fn).get("__wrapped__") if isinstance(fn, ModuleType) else fn.__dict__.get("__wrapped__")
+        except AttributeError:
+            break
+        if inner is None:
+            break
+        fn = getattr(inner, "__func__", inner)
+    return fn
+
+
+def code_file(fn):
+    code = getattr(fn, "__code__", None)
+    return os.path.abspath(code.co_filename) if code is not None and not code.co_filename.startswith("<") else None
+
+
+RUNTEST_HOOKS = ("pytest_runtest_protocol", "pytest_runtest_logstart", "pytest_runtest_setup", "pytest_runtest_call",
+                 "pytest_runtest_teardown", "pytest_runtest_makereport", "pytest_runtest_logreport",
+                 "pytest_runtest_logfinish", "pytest_pyfunc_call", "pytest_report_teststatus")
+
+
+def hook_impls(caller):
+    if caller is None:
+        return []
+    get = getattr(caller, "get_hookimpls", None)
+    if get is not None:
+        return get()
+    return list(getattr(caller, "_nonwrappers", [])) + list(getattr(caller, "_wrappers", []))  # pluggy < 0.6
+
+
+def impl_fp(impl):
+    flags = "".join(c for c, a in (("h", "hookwrapper"), ("w", "wrapper"), ("f", "tryfirst"), ("l", "trylast"))
+                    if getattr(impl, a, False) is True)
+    return "%s|%s|%s" % (getattr(impl, "plugin_name", "?"), fingerprint(getattr(impl, "function", None)), flags)
+
+
+def hook_table(pm, names=None):
+    "Each hook's implementations: plugin name, function and code identity, ordering flags."
+    relay = pm.hook
+    if names is None:
+        names = sorted(n for n in vars(relay) if n.startswith("pytest_"))
+    return dict((n, [impl_fp(i) for i in hook_impls(getattr(relay, n))]) for n in names if hasattr(relay, n))
+
+
+def runtest_digest(pm):
+    "A digest of the implementations of the hooks that run a test (their plugins, functions, code), cheap to take."
+    relay, parts = pm.hook, []
+    for n in RUNTEST_HOOKS:
+        parts.append(n)
+        for i in hook_impls(getattr(relay, n, None)):
+            fn = getattr(i, "function", None)
+            parts += (id(fn), id(getattr(fn, "__code__", None)))  # a bound method's __code__ is its function's
+    return "%x" % (hash(tuple(parts)) & 0xFFFFFFFFFFFFFFFF)
+
+
+CALLS = ("CALL", "CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_METHOD", "CALL_KW")
+_open = open
+
+
+def calls_at(code, offset):
+    "Whether the instruction at `offset` of `code` is a call (not a truth test, an attribute or a comparison)."
+    import dis
+
+    return any(i.offset == offset and i.opname in CALLS for i in dis.get_instructions(code))
+
+
+def source_line(path, lineno):
+    try:
+        with _open(path, "rb") as f:
+            lines = f.read().decode("utf-8", "replace").splitlines()
+        return lines[lineno - 1] if 0 < lineno <= len(lines) else ""
+    except (IOError, OSError):
+        return ""
+
+
+def own_xfail(item, excinfo, xfail_code):
+    "Whether the test function itself calls pytest.xfail(): its frame calls it, on a line of its file that says so."
+    code, tb = getattr(innermost(getattr(item, "obj", None)), "__code__", None), getattr(excinfo, "tb", None)
+    while tb is not None and code is not None:
+        if tb.tb_frame.f_code is code:
+            nxt = tb.tb_next  # an object's __bool__ or __getattr__ set to pytest.xfail is reached from a non-call
+            return (nxt is not None and nxt.tb_frame.f_code is xfail_code and calls_at(code, tb.tb_lasti)
+                    and "xfail" in source_line(code.co_filename, tb.tb_lineno))
+        tb = tb.tb_next
+    return False
+
+
+def marked_xfail(item):
+    "Whether pytest itself holds the test to be an expected failure (its xfail marks, conditions evaluated)."
+    try:
+        from _pytest.skipping import evaluate_xfail_marks  # pytest >= 6
+
+        marked = evaluate_xfail_marks(item) is not None
+    except ImportError:
+        try:
+            from _pytest.skipping import MarkEvaluator  # older pytest
+
+            marked = MarkEvaluator(item, "xfail").istrue()
+        except Exception:
+            marked = has_marker(item, "xfail")
+    fn = getattr(item, "obj", None)
+    return marked or getattr(fn, "__unittest_expecting_failure__", False) is True
+
+
+def has_marker(item, name):
+    get = getattr(item, "get_closest_marker", None) or getattr(item, "get_marker", lambda name: None)
+    return get(name) is not None
+
+
+NOT_HELD = object()
+
+
+def held(item, module):
+    "The object the test's class (or module) itself holds under the test's name, or NOT_HELD."
+    name = getattr(item, "originalname", None) or item.name.split("[")[0]
+    cls = getattr(item, "cls", None)
+    if isinstance(cls, type):
+        value = raw(cls, name)
+        return NOT_HELD if value is None else value
+    return MODULE_DICT(module).get(name, NOT_HELD) if isinstance(module, ModuleType) else NOT_HELD
+
+
+def oddities(item, fn, roots):
+    "What is wrong with a collected test's function: its module's class, its namespace, its code's file."
+    module, out = getattr(item, "module", None), []
+    if module is not None and type(module) is not ModuleType:
+        out.append("its module's class was replaced (%s)" % type(module).__name__)
+    value = held(item, module)
+    if fn is not None and value is not NOT_HELD and getattr(fn, "__func__", fn) is not getattr(value, "__func__", value):
+        out.append("pytest runs an object its test module does not hold under that name")
+    core, mf = innermost(fn), origin(module) if module is not None else None
+    cf = code_file(core)
+    if mf and cf and under(cf, roots) and getattr(core, "__globals__", None) is MODULE_DICT(module) and \
+            os.path.realpath(cf) != os.path.realpath(mf):
+        out.append("its code was compiled from %s" % cf)
+    return out
+
+
+def item_obj(item):
+    try:
+        return getattr(item, "obj", None)
+    except Exception:  # an item type without a Python object (a doctest, a YAML test)
+        return None
+
+
+def test_entry(item, roots):
+    fn = item_obj(item)
+    return [reported_id(item.nodeid), fingerprint(fn), fingerprint(innermost(fn)), has_marker(item, "xfail"),
+            oddities(item, fn, roots) if fn is not None else []]
+
+
+def registrar(frame, roots, runner_dirs, own):
+    "The file of the working copy whose code registered a plugin (None: pytest, a plugin, a conftest.py did)."
+    while frame is not None:
+        f = frame.f_code.co_filename
+        a = os.path.abspath(f) if not f.startswith("<") else None
+        if a and a != own and under(a, roots) and not any(a.startswith(d + os.sep) for d in runner_dirs):
+            return None if os.path.basename(a) == "conftest.py" else a
+        frame = frame.f_back
+    return None
+
+
+def pytest_plugin(pytest, records, roots, runner_dirs, own):
+    "A plugin that records collection, each test's call and phases, plugins registered by the code under test, the end."
     skip_exc = getattr(getattr(pytest, "skip", None), "Exception", None)
     xfail_exc = getattr(getattr(pytest, "xfail", None), "Exception", None)
     xfail = getattr(pytest, "xfail", None)  # pytest's own, taken before project code: a function, or (pytest 8) a callable
     xfail_code = getattr(xfail, "__code__", None) or getattr(getattr(type(xfail), "__call__", None), "__code__", None)
-
-    def own_xfail(item, excinfo):
-        "Whether the test function itself called pytest.xfail() (its frame's direct callee is pytest's xfail)."
-        fn = getattr(item, "obj", None)
-        while hasattr(fn, "__wrapped__"):
-            fn = fn.__wrapped__
-        code, tb = getattr(fn, "__code__", None), getattr(excinfo, "tb", None)
-        while tb is not None and code is not None:
-            if tb.tb_frame.f_code is code:
-                return tb.tb_next is not None and tb.tb_next.tb_frame.f_code is xfail_code
-            tb = tb.tb_next
-        return False
-
-    def marked_xfail(item):
-        "Whether pytest itself holds the test to be an expected failure (its xfail marks, conditions evaluated)."
-        try:
-            from _pytest.skipping import evaluate_xfail_marks  # pytest >= 6
-
-            marked = evaluate_xfail_marks(item) is not None
-        except ImportError:
-            try:
-                from _pytest.skipping import MarkEvaluator  # older pytest
-
-                marked = MarkEvaluator(item, "xfail").istrue()
-            except Exception:
-                get = getattr(item, "get_closest_marker", None) or getattr(item, "get_marker", lambda name: None)
-                marked = get("xfail") is not None
-        fn = getattr(item, "obj", None)
-        return marked or getattr(fn, "__unittest_expecting_failure__", False) is True
+    state = {"pm": None, "items": ()}  # never trusted: the records already hold what was seen
 
     def outcome(item, call, exc):
         marked = marked_xfail(item)
@@ -179,32 +457,78 @@ def pytest_plugin(pytest, tests):
         if skip_exc is not None and exc.errisinstance(skip_exc):
             return "skipped"
         if xfail_exc is not None and exc.errisinstance(xfail_exc):
-            if marked or own_xfail(item, exc):  # marked xfail, or the test's own call: SWE-bench's XFAIL
+            if marked or own_xfail(item, exc, xfail_code):  # marked xfail, or the test's own call: SWE-bench's XFAIL
                 return "xfail-marked"
             return "xfail-imperative"  # pytest.xfail() from the code under test: a failure
         return "xfail-marked" if marked and call.when == "call" else "failed"
+
+    def runtest_hooks(pm):
+        return runtest_digest(pm) if pm is not None else None
+
+    def pytest_plugin_registered(plugin, manager):
+        by = registrar(sys._getframe(1), roots, runner_dirs, own)
+        if by is not None or state["pm"] is not None:  # by the code under test, or after collection
+            hooks = sorted(n for n in dir(plugin) if n.startswith("pytest_"))
+            records.write("plugin", {"name": str(manager.get_name(plugin)), "by": by, "late": state["pm"] is not None,
+                                     "hooks": hooks})
+
+    def pytest_collection_finish(session):
+        pm, items = session.config.pluginmanager, tuple(session.items)
+        has = getattr(pm, "hasplugin", None) or getattr(pm, "has_plugin", lambda n: False)
+        records.write("collected", {"tests": [test_entry(i, roots) for i in items], "hooks": hook_table(pm),
+                                    "runtest": runtest_hooks(pm), "reruns": bool(has("rerunfailures"))})
+        state["pm"], state["items"] = pm, items
+
+    def pytest_pyfunc_call(pyfuncitem):
+        fn = pyfuncitem.obj  # what pytest is about to call, as it calls it
+        wrapper = code_file(getattr(fn, "__func__", fn))
+        records.write("calling", {"id": reported_id(pyfuncitem.nodeid), "outer": fingerprint(fn),
+                                  "core": fingerprint(innermost(fn)), "wrapped_here": under(wrapper or os.sep, roots)})
+        yield
 
     def pytest_runtest_makereport(item, call):
         raised = call.excinfo  # as the call left it
         yield
         # unittest's plugin moves a TestCase's failure into call.excinfo inside the hook; an exception is never removed
-        tests.add(reported_id(item.nodeid), call.when, outcome(item, call, raised if raised is not None else call.excinfo))
+        got = outcome(item, call, raised if raised is not None else call.excinfo)
+        if call.when == "call" or got != "passed":  # a setup or teardown that passed is what the harness assumes
+            hooks = runtest_hooks(state["pm"])
+            records.write("phase", {"id": reported_id(item.nodeid), "when": call.when, "outcome": got, "hooks": hooks})
 
-    if hasattr(pytest, "hookimpl"):
-        pytest_runtest_makereport = pytest.hookimpl(hookwrapper=True, tryfirst=True)(pytest_runtest_makereport)
-    else:
-        pytest_runtest_makereport.hookwrapper = True
-        pytest_runtest_makereport.tryfirst = True
+    def pytest_sessionfinish(session):
+        if state["pm"] is not None:
+            objs = [(i, item_obj(i)) for i in state["items"]]
+            tests = [[fingerprint(innermost(fn)), oddities(i, fn, roots) if fn is not None else []] for i, fn in objs]
+            records.write("finish", {"tests": tests, "hooks": hook_table(state["pm"])})
+
+    return make_plugin(pytest, pytest_plugin_registered, pytest_collection_finish, pytest_pyfunc_call,
+                       pytest_runtest_makereport, pytest_sessionfinish)
+
+
+def make_plugin(pytest, registered, collected, pyfunc_call, makereport, sessionfinish):
+    "The plugin object; the wrappers run first and outermost of the witness's own registration."
+    impl = getattr(pytest, "hookimpl", None)
+
+    def mark(fn, **opts):
+        if impl is not None:
+            return impl(**opts)(fn)
+        for k, v in opts.items():
+            setattr(fn, k, v)
+        return fn
 
     class Plugin(object):
         pass
 
     plugin = Plugin()
-    plugin.pytest_runtest_makereport = pytest_runtest_makereport
+    plugin.pytest_plugin_registered = registered
+    plugin.pytest_collection_finish = mark(collected, trylast=True)
+    plugin.pytest_pyfunc_call = mark(pyfunc_call, hookwrapper=True, tryfirst=True)
+    plugin.pytest_runtest_makereport = mark(makereport, hookwrapper=True, tryfirst=True)
+    plugin.pytest_sessionfinish = mark(sessionfinish, tryfirst=True)
     return plugin
 
 
-def watch_unittest(tests, describe):
+def watch_unittest(records, describe):
     "Wrap TestResult's add* methods, which every result reaches (Django's parallel runner replays onto one, too)."
     outcomes = {"addSuccess": "passed", "addFailure": "failed", "addError": "failed", "addSkip": "skipped",
                 "addExpectedFailure": "xfail-marked", "addUnexpectedSuccess": "xpass-marked"}
@@ -216,7 +540,7 @@ def watch_unittest(tests, describe):
         method = getattr(base, name)
 
         def recorded(self, test, *args, **kw):
-            tests.add(describe(self, test), "call", outcome)
+            records.write("phase", {"id": describe(self, test), "when": "call", "outcome": outcome})
             return method(self, test, *args, **kw)
 
         setattr(base, name, recorded)
@@ -232,15 +556,15 @@ def unittest_description(result, test):
 
 
 SYMPY_RUNNERS = ("sympy.testing.runtests", "sympy.utilities.runtests")
-SYMPY_OUTCOMES = {"test_pass": "passed", "test_fail": "failed", "test_exception": "failed", "test_skip": "skipped",
-                  "test_xfail": "xfail-marked", "test_xpass": "xpass-marked"}
+SYMPY_OUTCOMES = (("test_pass", "passed"), ("test_fail", "failed"), ("test_exception", "failed"),
+                  ("test_skip", "skipped"), ("test_xfail", "xfail-marked"), ("test_xpass", "xpass-marked"))
 
 
 class SympyRunner(object):
     "Wraps sympy's reporter as its module is first executed; `changed` names what was replaced after that."
 
-    def __init__(self, tests):
-        self.tests, self.wrappers, self.machinery = tests, {}, {}
+    def __init__(self, records):
+        self.records, self.wrappers, self.machinery = records, {}, {}
 
     def find_spec(self, name, path=None, target=None):
         if name not in SYMPY_RUNNERS:
@@ -267,7 +591,6 @@ class SympyRunner(object):
         if reporter is None or tests is None:
             return
         enter = reporter.entering_test
-        recorder = self.tests
 
         def entering_test(rep, f):
             rep._swecl_test = getattr(f, "__name__", str(f))
@@ -275,28 +598,28 @@ class SympyRunner(object):
 
         self.wrappers[(reporter, "entering_test")] = entering_test
         reporter.entering_test = entering_test
-        for name, outcome in SYMPY_OUTCOMES.items():
+        for name, outcome in SYMPY_OUTCOMES:
             if hasattr(reporter, name):
-                self.wrappers[(reporter, name)] = self.wrap(reporter, name, outcome, recorder)
+                self.wrappers[(reporter, name)] = self.wrap(reporter, name, outcome, self.records)
         for name in ("test_file", "test", "_timeout", "_enhance_asserts"):
             if name in vars(tests):
                 self.machinery[(tests, name)] = fingerprint(vars(tests)[name])
 
     @staticmethod
-    def wrap(reporter, name, outcome, recorder):
+    def wrap(reporter, name, outcome, records):
         method = getattr(reporter, name)
 
         def recorded(rep, *a, **kw):
-            recorder.add(getattr(rep, "_swecl_test", "?"), "call", outcome)
+            records.write("phase", {"id": getattr(rep, "_swecl_test", "?"), "when": "call", "outcome": outcome})
             return method(rep, *a, **kw)
 
         setattr(reporter, name, recorded)
         return recorded
 
     def changed(self):
-        out = [c.__module__ + "." + c.__name__ + "." + n for (c, n), w in self.wrappers.items() if vars(c).get(n) is not w]
-        out += [c.__module__ + "." + c.__name__ + "." + n for (c, n), f in self.machinery.items()
-                if fingerprint(vars(c).get(n)) != f]
+        name = lambda c, n: c.__module__ + "." + c.__name__ + "." + n
+        out = [name(c, n) for (c, n), w in self.wrappers.items() if TYPE_DICT(c).get(n) is not w]
+        out += [name(c, n) for (c, n), f in self.machinery.items() if fingerprint(TYPE_DICT(c).get(n)) != f]
         return out + ([] if self.wrappers else ["sympy's test reporter was never seen"])
 
 
@@ -319,12 +642,16 @@ def first_path(argv, kind):
     return os.path.dirname(os.path.abspath(argv[0]))
 
 
-def run_pytest(argv, tests):
+PYTEST_MODULES = ("pytest", "_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.unittest",
+                  "_pytest.skipping", "_pytest.terminal", "_pytest.main", "_pytest.outcomes", "_pytest.config")
+
+
+def run_pytest(argv, plugin):
     import pytest
 
     args = argv[2:] if argv[0] == "-m" else argv[1:]
     sys.argv = [argv[0]] + args
-    return pytest.main(args, plugins=[pytest_plugin(pytest, tests)])
+    return pytest.main(args, plugins=[plugin])
 
 
 def run_script(argv):
@@ -335,53 +662,47 @@ def run_script(argv):
     return 0
 
 
-def import_machinery():
-    import importlib
-
-    for name in ("pytest", "_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.unittest",
-                 "_pytest.skipping", "_pytest.terminal", "_pytest.main", "_pytest.outcomes"):
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass  # older pytest: the module is not there, its names fingerprint as None
-
-
 def main():
     records_path, argv = sys.argv[1], sys.argv[2:]
-    key = sys.stdin.readline().strip().encode("ascii")
-    records = Records(records_path, key)
-    kind = runner_kind(argv)
+    records = Records(records_path, read_key())
+    kind, own = runner_kind(argv), os.path.abspath(__file__)
     sys.path[0] = first_path(argv, kind)  # before any import the runner would resolve differently
-    tests = Tests()
-    records.write("start", {"python": sys.version.split()[0], "runner": kind, "argv": argv})
-    code = 1
-    if kind == "pytest":
-        import_machinery()  # so it is fingerprinted before any project code runs
-    groups = ["pytest", "unittest", "builtins"] if kind == "pytest" else ["unittest", "builtins"]
+    roots = tuple(sorted(set([os.path.dirname(os.path.dirname(own)), os.getcwd()])))  # the working copy
+    records.write("start", {"python": sys.version.split()[0], "runner": kind, "argv": argv, "roots": roots,
+                            "found": startup_findings(roots)})
+    runner = Runner(roots)
+    if kind != "sympy":  # sympy's runner is the project's own code, put back as at the base commit by the guard
+        runner.bootstrap(PYTEST_MODULES, LAZY) if kind == "pytest" else runner.bootstrap(("unittest",))
+    groups = ("pytest", "unittest", "builtins") if kind == "pytest" else ("unittest", "builtins")
     if kind == "unittest":
-        watch_unittest(tests, unittest_description)
-    sympy = SympyRunner(tests) if kind == "sympy" else None
+        watch_unittest(records, unittest_description)
+    sympy = SympyRunner(records) if kind == "sympy" else None
     if sympy is not None:
         sys.meta_path.insert(0, sympy)
-    integrity = Integrity(groups)
+    integrity, code = Integrity(groups), 1
+    records.write("runner", {"modules": runner.modules, "found": runner.found, "project_runner": runner.project_runner,
+                             "machinery": integrity.now()})
     try:
         if kind == "pytest":
-            code = run_pytest(argv, tests)
+            import pytest
+
+            code = run_pytest(argv, pytest_plugin(pytest, records, roots, tuple(sorted(set(runner.dirs))), own))
         else:
             code = run_script(argv)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     finally:
-        lines = STATUS_LINES[kind]
-        for test_id in tests.order:
-            status = tests.status(test_id)
-            records.write("test", {"id": test_id, "status": status, "line": lines[status].format(id=test_id)})
-        changed = integrity.changed() + (sympy.changed() if sympy is not None else [])
-        records.write("end", {"tests": len(tests.order), "exit": code, "changed": changed})
+        late = integrity.late_changes() + (sympy.changed() if sympy is not None else [])
+        records.write("end", {"exit": code if isinstance(code, int) else 1, "machinery": integrity.now(),
+                              "late": late, "found": runner.shadows_now()})
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code if isinstance(code, int) else 1)  # no atexit hook of the code under test runs after the records
 
 
 if __name__ == "__main__":
-    main()
+    with open(__file__) as _f:  # the witness runs from a namespace of its own: rebinding a name in __main__ is inert
+        _ns = {"__name__": "swecl_witness", "__file__": os.path.abspath(__file__), "__builtins__": __builtins__}
+        _code = compile(_f.read(), _ns["__file__"], "exec")
+    exec(_code, _ns)
+    _ns["main"]()
