@@ -93,13 +93,14 @@ def label_side(label: str) -> str:
     return row.side if (row := label_row(label)) else "run"
 
 # %% ../../nbs/base/00a_labels.ipynb #c0a1b2c305
-def excuses(label: str | None, instance_id: str | None, after_patch: bool = False) -> bool:
-    "Whether `label` keeps an attempt of `instance_id` out of the rates; `after_patch`: it arose once the patch applied."
+def excuses(label: str | None, instance_id: str | None, after_patch: bool = False, host_proven: bool = False) -> bool:
+    """Whether `label` keeps an attempt of `instance_id` out of the rates. `after_patch`: it arose once the patch applied;
+    `host_proven`: the gold patch, graded again, failed the same way (`grading.grade`)."""
     if not label or instance_id not in gold_grades_here():
         return bool(label)
     if label_row(label) is Label.MODEL_ERROR:  # the model did not answer: no patch was made to blame
         return True
-    return not after_patch and label_side(label) != "run"
+    return (not after_patch or host_proven) and label_side(label) != "run"
 
 # %% ../../nbs/base/00a_labels.ipynb #61d65dc1
 @dataclass(frozen=True)
@@ -116,7 +117,8 @@ def counting(r: dict) -> Counting:
     "How the rates count the attempt record `r` (a frame's NaN for a missing value, or a numpy bool, read right)."
     why = r.get("infra_reason")
     why = why if isinstance(why, str) and why else "model_error" if r.get("exit_reason") == "model_error" else None
-    out = excuses(why, r.get("instance_id"), r.get("patch_applied") in (True,))
+    proven = isinstance(r.get("host_check"), dict) and r["host_check"].get("same") is True
+    out = excuses(why, r.get("instance_id"), r.get("patch_applied") in (True,), proven)
     flagged = isinstance(r.get("suspicious"), list) and bool(r["suspicious"])
     reason = "flagged" if flagged else why if why and not out else None
     return Counting(why, out, reason, None if out else False if reason else r.get("resolved"))

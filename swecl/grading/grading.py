@@ -19,7 +19,7 @@ import yaml
 from fastcore.basics import patch
 
 from ..base.core import SandboxError, component_problem, diff_paths
-from ..base.labels import Label, label_side
+from ..base.labels import Label, gold_grades_here, label_side
 from ..base.lazy import lazy_module
 from ..base.schema import Task
 from ..envs.envs import swebench_spec
@@ -52,7 +52,7 @@ __all__ = ['APPLY_METHODS', 'TEST_LOG_CHARS', 'NEW_DEPENDENCY_FILES', 'NEW_DEPEN
            'apply_patch', 'refuse', 'apply_step', 'prepare_tests', 'reset_test_files', 'apply_test_patch', 'run_tests',
            'adds_dependency', 'mark_infra', 'no_results_verdict', 'count_results', 'HostRule', 'host_label', 'verdict',
            'distrust', 'run_ids', 'namesake_status', 'witness_check', 'test_step', 'install_findings', 'grade_session',
-           'before_the_patch', 'raised_verdict', 'grade']
+           'before_the_patch', 'raised_verdict', 'grade_once', 'after_patch_fault', 'grade']
 
 # %% ../../nbs/grading/04_grading.ipynb #7afc4b20
 swebench_grading = lazy_module("swebench.harness.grading")
@@ -83,6 +83,7 @@ class Grade:
     log_path: str | None = None
     notes: list = field(default_factory=list)
     suspicious: list = field(default_factory=list)  # 'path: why' for what the patch used to steer the test runner
+    host_check: dict | None = None  # a fault after the patch, graded again with the gold patch (`after_patch_fault`)
     failed_tests: dict = field(
         default_factory=dict
     )  # FAIL_TO_PASS/PASS_TO_PASS -> {test id: status} of those not passed
@@ -106,6 +107,7 @@ def record(self: Grade, full: bool = False) -> dict:
         "suspicious": self.suspicious,
         "evidence": self.evidence,
         "seconds": self.seconds,
+        "host_check": self.host_check,
     }
     return d if full else {k: d[k] for k in self.RECORD_KEYS} | extra
 
@@ -122,6 +124,7 @@ def attempt_verdict(g: Grade) -> dict:
         "infra_reason": g.infra_reason,
         "grade_log": g.log_path,
         "suspicious": g.suspicious,
+        "host_check": g.host_check,
     }
 
 # %% ../../nbs/grading/04_grading.ipynb #1bcb534e
@@ -548,8 +551,8 @@ def raised_verdict(g: Grade, e: Exception) -> Grade:
     return mark_infra(g, Label.HARNESS, msg, msg)
 
 # %% ../../nbs/grading/04_grading.ipynb #5bb15601
-def grade(task: Task, patch: str, sandbox, log_dir=None, reject_test_edits: bool = False) -> Grade:
-    "Grade `patch` on `task` in a fresh session of `sandbox`; never raises for a task-level problem."
+def grade_once(task: Task, patch: str, sandbox, log_dir=None, reject_test_edits: bool = False) -> Grade:
+    "Grade `patch` on `task` in a fresh session of `sandbox`, once; never raises for a task-level problem."
     if why := component_problem(task.instance_id):  # the id names the log file and the working folder
         g = Grade(str(task.instance_id))
         return mark_infra(
@@ -576,3 +579,23 @@ def grade(task: Task, patch: str, sandbox, log_dir=None, reject_test_edits: bool
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text("\n".join(logs))
             g.log_path = str(p)
+
+# %% ../../nbs/grading/04_grading.ipynb #97d503ee
+def after_patch_fault(g: Grade, task: Task, patch: str) -> bool:
+    "Whether `g` carries a harness-side label that arose after the patch applied, on a task whose gold grades here."
+    harness = bool(g.infra_reason) and label_side(g.infra_reason) != "run"
+    return harness and g.patch_applied and task.instance_id in gold_grades_here() and patch != task.patch
+
+# %% ../../nbs/grading/04_grading.ipynb #bd09bed5
+def grade(task: Task, patch: str, sandbox, log_dir=None, reject_test_edits: bool = False) -> Grade:
+    "Grade `patch` on `task` in a fresh session of `sandbox` (`grade_once`); a fault after the patch is checked with the gold."
+    g = grade_once(task, patch, sandbox, log_dir, reject_test_edits)
+    if after_patch_fault(g, task, patch):
+        gold = grade_once(task, task.patch, sandbox)
+        same = gold.infra_reason == g.infra_reason
+        g.host_check = {"gold_label": gold.infra_reason, "gold_resolved": gold.resolved, "same": same}
+        proof = (
+            "the gold patch fails the same way: the host's fault" if same else "the gold patch does not: the patch's"
+        )
+        g.notes.append(f"{g.infra_reason} after the patch applied; {proof}")
+    return g
