@@ -20,15 +20,16 @@ from fastcore.basics import patch
 from ..base.core import cache_dir, package_file, write_atomic
 from ..base.schema import Task
 from ..envs.envs import ENV_RECIPE, Env
-from .grading import Grade, grade
+from .grading import Grade, grade, test_command
+from .guard import guard_refusal
 from ..sandbox.docker_sandbox import docker_image
 from ..sandbox.testbeds import TESTBED_RECIPE, env_build
 
 # %% auto #0
 __all__ = ['PACKAGE_DIR', 'VERDICT_PACKAGES', 'VERDICT_DATA', 'SWEBENCH_PARTS', 'CACHE_NOTE', 'UNBUILT', 'hash_files',
-           'code_fingerprint', 'swebench_dir', 'swebench_fingerprint', 'verdict_code', 'sandbox_identity', 'grade_key',
-           'local_env', 'docker_env', 'env_key', 'env_identity', 'found_env', 'patch_writes_env', 'count_env_seconds',
-           'keepable', 'GradeCache', 'from_cache']
+           'code_fingerprint', 'swebench_dir', 'swebench_fingerprint', 'verdict_code', 'sandbox_identity', 'tests_run',
+           'grade_key', 'local_env', 'docker_env', 'env_key', 'env_identity', 'found_env', 'patch_writes_env',
+           'count_env_seconds', 'keepable', 'GradeCache', 'from_cache']
 
 # %% ../../nbs/grading/04f_gradecache.ipynb #c306ee77
 PACKAGE_DIR = package_file().parent  # swecl/: package_file() is swecl/data
@@ -97,6 +98,14 @@ def sandbox_identity(sandbox) -> dict:
         "limits": asdict(limits) if is_dataclass(limits) else repr(limits),
     }
 
+# %% ../../nbs/grading/04f_gradecache.ipynb #3d592dd2
+def tests_run(task: Task) -> str | None:
+    "The command grading runs the task's tests with (`grading.test_command`); None for a task with no spec (labelled)."
+    try:
+        return test_command(task)
+    except Exception:  # no spec or no dataset row: the grading labels it, and the key needs no command
+        return None
+
 # %% ../../nbs/grading/04f_gradecache.ipynb #ba1a67bf
 def grade_key(task: Task, patch: str, sandbox, code: dict | None = None) -> str:
     "The cache key of one grading; `code` is what of the code decides it (`verdict_code()` by default)."
@@ -105,6 +114,7 @@ def grade_key(task: Task, patch: str, sandbox, code: dict | None = None) -> str:
         "patch": patch,
         "sandbox": sandbox_identity(sandbox),
         "code": code or verdict_code(),
+        "tests": tests_run(task),  # the spec's or mini.yaml's command, which the task's fields do not hold
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -171,8 +181,10 @@ def count_env_seconds(g: Grade, seconds: float) -> None:
 
 # %% ../../nbs/grading/04f_gradecache.ipynb #9f3a6eb8
 def keepable(g: Grade, before: dict | None, after: dict | None, written: bool) -> bool:
-    "Whether a grading may be stored: no infrastructure error, and reached in one build of an env no patch `written`."
-    if g.error is not None or before is None or after != before:  # `after` differs: the env was rebuilt meanwhile
+    "Whether a grading may be stored: no infrastructure error or refusal by the clock, in one build of an env no patch `written`."
+    if (
+        g.error is not None or guard_refusal(g.suspicious) or before is None or after != before
+    ):  # `after` differs: the env was rebuilt meanwhile
         return False
     return after["build"] != UNBUILT and not written
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import keyword
 import re
+import unicodedata
 from dataclasses import replace
 from datetime import datetime, timezone
 
@@ -14,8 +15,9 @@ from ..base.core import iso_time
 from ..base.schema import Experience, Task
 
 # %% auto #0
-__all__ = ['RETEST_MEMORY', 'MIN_LEAK_CHARS', 'COMMON_WORDS', 'IDENTIFIER', 'TRAJECTORY_MARK', 'DIFF_LINE', 'nontrivial',
-           'gold_lines', 'memory_leak', 'later_experiences', 'stripped', 'hidden_from', 'as_shown']
+__all__ = ['RETEST_MEMORY', 'MIN_LEAK_CHARS', 'COMMON_WORDS', 'IDENTIFIER', 'LOOK_ALIKES', 'SQUASHED_OUT', 'DIFF_MARK',
+           'TRAJECTORY_MARK', 'DIFF_LINE', 'nontrivial', 'gold_lines', 'squashed', 'unescaped', 'memory_leak',
+           'later_experiences', 'stripped', 'hidden_from', 'as_shown']
 
 # %% ../../nbs/memory/07c_leakage.ipynb #c88bbb23
 RETEST_MEMORY = ("leak-free", "strip", "paper")  # what a re-test sees of later experiences; the first is the default
@@ -43,16 +45,27 @@ def gold_lines(patch: str) -> list:
     return [x for x in dict.fromkeys(added) if nontrivial(x) and x not in before]
 
 # %% ../../nbs/memory/07c_leakage.ipynb #e0c2083b
-def _flat(text: str) -> str:
-    "`text` with white space runs as one space, then a newline and the same with JSON's escapes undone."
-    unescaped = text.replace('\\"', '"').replace("\\n", "\n").replace("\\t", "\t").replace("\\\\", "\\")
-    return " ".join(text.split()) + "\n" + " ".join(unescaped.split())
+LOOK_ALIKES = str.maketrans({"≤": "<=", "≥": ">=", "≠": "!=", "−": "-", "“": '"', "”": '"', "‘": "'", "’": "'"})
+SQUASHED_OUT = re.compile(r"[\s()\[\]{}]+")  # what a respelling of the same line adds or drops
+DIFF_MARK = re.compile(r"(?m)^[+-]")
+
+
+def squashed(text: str, marks: bool = False) -> str:
+    "`text` as the check compares it: NFKC, look-alikes as ASCII, no white space or brackets (`marks`: no diff marks)."
+    text = unicodedata.normalize("NFKC", text).translate(LOOK_ALIKES)
+    return SQUASHED_OUT.sub("", DIFF_MARK.sub("", text) if marks else text)
+
+
+def unescaped(text: str) -> str:
+    "`text` with JSON's string escapes undone (a trajectory's tool arguments)."
+    return text.replace('\\"', '"').replace("\\n", "\n").replace("\\t", "\t").replace("\\\\", "\\")
 
 # %% ../../nbs/memory/07c_leakage.ipynb #e09d56b3
 def memory_leak(task: Task, shown: str) -> dict:
     "How many of the task's gold lines (`gold_lines`) the memory text `shown` holds, of how many, and the first one."
-    lines, hay = gold_lines(task.patch), _flat(shown or "")
-    found = [x for x in lines if " ".join(x.split()) in hay]
+    lines, shown = gold_lines(task.patch), shown or ""
+    hay = squashed(shown, marks=True) + "\n" + squashed(unescaped(shown), marks=True)
+    found = [x for x in lines if squashed(x) in hay]
     return {"lines": len(found), "of": len(lines), "example": found[0][:200] if found else None}
 
 # %% ../../nbs/memory/07c_leakage.ipynb #c2539cbb
@@ -67,14 +80,15 @@ def _when(stamp) -> datetime | None:
 # %% ../../nbs/memory/07c_leakage.ipynb #d97c3d2c
 def later_experiences(task: Task, sequence_id: str | None, position: int, experiences, tasks) -> set:
     """Task ids of `experiences` of `task`'s repository learned after its `position` in `sequence_id`, or made for an
-    issue created after it (creation times from `tasks`): their repository state may hold the task's fix."""
+    issue created after it (creation times from `tasks`), or of unknown date outside the sequence: their repository state
+    may hold the task's fix."""
     created, when, out = {t.instance_id: _when(t.created_at) for t in tasks}, _when(task.created_at), set()
     for e in experiences:
         if e.repo != task.repo or e.task_id == task.instance_id:
             continue
-        after = e.sequence_id == sequence_id and e.position is not None and e.position > position
-        made = created.get(e.task_id)
-        if after or (when is not None and made is not None and made > when):
+        placed = e.sequence_id == sequence_id and e.position is not None
+        made = created.get(e.task_id)  # None: a task of another benchmark or sequence, of unknown date
+        if (placed and e.position > position) or (not placed and made is None) or (when and made and made > when):
             out.add(e.task_id)
     return out
 
