@@ -523,8 +523,8 @@ def grade_session(s: Session, task: Task, patch: str, g: Grade, logs: list, reje
     if code := prepare_tests(s, logs, kept):
         return mark_infra(g, Label.INSTALL, f"The install step failed with exit code {code}; see the log.")
     changed = install_findings(s, task, before, touched) if before is not None else []
+    g.suspicious += changed  # named also when the drop below raises (bytecode it cannot remove: the patch's failure)
     s.drop_written_bytecode()  # a planted .pyc is never loaded in place of its source
-    g.suspicious += changed
     g.seconds["install"] = round(time.time() - t1, 3)
     reset_test_files(s, task.test_patch)
     if (r := apply_test_patch(s, task.test_patch)) is not None:

@@ -365,10 +365,11 @@ for d in dict.fromkeys(dirs + site):
         if f.split('.')[0] in ('sitecustomize', 'usercustomize'): add('startup ' + os.path.join(d, f), h(os.path.join(d, f)))
         ep = os.path.join(d, f, 'entry_points.txt')
         if f.endswith(('.dist-info', '.egg-info')) and os.path.isfile(ep):
-            cp = configparser.RawConfigParser(interpolation=None)
-            try: cp.read(ep)
-            except configparser.Error: add('entry points ' + os.path.join(d, norm(f)), h(ep))
-            if cp.has_section('pytest11'): add('pytest11 ' + os.path.join(d, norm(f)), sorted(cp.items('pytest11')))
+            g = None  # the group as importlib.metadata ([[x]] is x), pkg_resources ([ x ]) or any case would read it
+            for l in open(ep, errors='replace'):
+                l = l.strip()
+                if l.startswith('[') and l.endswith(']'): g = l.strip('[] \t').lower()
+                elif l and not l.startswith(('#', ';')) and g == 'pytest11': add('pytest11 ' + os.path.join(d, norm(f)), l)
 for root, ds, fs in os.walk(os.getcwd()):
     ds[:] = [x for x in ds if x != '.git']
     for f in fs:

@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import ast
 import os
+import posixpath
 import re
+import shlex
 import stat
 from pathlib import Path
 
-from .guard import guard_tree, restore, text_at
+from .guard import guard_tree, restore
 from ..tasks.repos import SAFE_GIT
 
 # %% auto #0
 __all__ = ['SITE_PACKAGES', 'EDITABLE_IMPORT', 'MAX_JUDGED_BYTES', 'SITE_RULES', 'OUTSIDE_ADMITTED', 'pth_problem',
            'finder_problem', 'metadata_problem', 'env_finding', 'layer_findings', 'read_judged', 'is_bytecode',
-           'is_metadata', 'tree_install_findings', 'base_names']
+           'is_metadata', 'judged_text', 'tree_install_findings', 'base_names']
 
 # %% ../../nbs/grading/04l_layer.ipynb #6f3e9616
 SITE_PACKAGES = re.compile(r"^lib\d*/python[\d.]+/(?:site|dist)-packages/")
@@ -27,13 +29,15 @@ MAX_JUDGED_BYTES = 1 << 20  # a metadata, .pth or finder file is small; a larger
 
 def pth_problem(text: str) -> str | None:
     "Why a written `.pth` file changes the start of Python beyond an editable install's (None: it does not)."
-    for line in text.splitlines():
-        line = line.strip()
+    for raw in text.splitlines():
+        line = raw.strip()
         if not line or line.startswith("#") or EDITABLE_IMPORT.fullmatch(line):
             continue
         if line.startswith(("import ", "import\t")):
             return f"it runs code at every start of Python ({line[:80]})"
-        if not (line == "/testbed" or line.startswith("/testbed/")):
+        # as site.py reads it: joined to the site folder, normalised (/testbed/../x is /x)
+        where = posixpath.normpath(posixpath.join("/testenv/site-packages", raw.rstrip()))
+        if not (where == "/testbed" or where.startswith("/testbed/")):
             return f"it puts {line[:80]} on sys.path, outside the working copy"
     return None
 
@@ -47,14 +51,18 @@ def finder_problem(text: str, own: set) -> str | None:
             for n in tree.body
             if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "MAPPING" for t in n.targets)
         )
-    except (SyntaxError, ValueError, StopIteration, RecursionError, MemoryError):
+    except (SyntaxError, ValueError, TypeError, StopIteration, RecursionError, MemoryError):
+        mapping = None
+    if not isinstance(mapping, dict):
         return "it is not pip's editable finder (no MAPPING of names to folders)"
     foreign = sorted(str(k) for k in mapping if str(k).split(".")[0] not in own)
     return f"it maps {', '.join(foreign)[:120]}, which the project's base commit does not have" if foreign else None
 
 # %% ../../nbs/grading/04l_layer.ipynb #cdd74ecf
 def metadata_problem(path: str, text: str) -> str | None:
-    "Why a written distribution metadata file changes the test run: a pytest plugin entry point (None: it does not)."
+    """Why a written distribution metadata file changes the test run: a pytest plugin entry point (None: it does not).
+    Any mention of the group, in any case: importlib.metadata (`[[pytest11]]`), pkg_resources (`[ pytest11 ]`) and
+    configparser each read a header their own way."""
     if Path(path).name.lower() == "entry_points.txt" and re.search(r"pytest11", text, re.I):
         return "it declares a pytest11 entry point, a plugin pytest loads at start"
     return None
@@ -79,6 +87,8 @@ OUTSIDE_ADMITTED = ("include/", "share/")  # headers and data files of a build: 
 def env_finding(path: str, how: str, own: set, read) -> str | None:
     "Why the install's write (`how`: written or removed) of /testenv/`path` steers the tests (None: it does not)."
     where = f"/testenv/{path}: {how} by the install step"
+    if how == "unwalked":
+        return f"/testenv/{path}: a folder the install step nested too deep to judge"
     m = SITE_PACKAGES.match(path)
     if not m:
         return None if path.startswith(OUTSIDE_ADMITTED) else f"{where}, outside site-packages"
@@ -130,11 +140,21 @@ def is_metadata(path: str) -> bool:
     return any(c.lower().endswith((".dist-info", ".egg-info")) for c in path.split("/"))
 
 
+def judged_text(s, path: str) -> str | None:
+    "The whole text of the working copy's `path` as the sandbox reads it; None past `MAX_JUDGED_BYTES` (never cut)."
+    r = s.run(f"cat -- {shlex.quote(path)}", max_output=MAX_JUDGED_BYTES)
+    return r.output if r.exit_code == 0 and r.nbytes <= MAX_JUDGED_BYTES else None
+
+
 def tree_install_findings(s, written: list, scripts=()) -> list[str]:
     "Findings on the working-copy files the install step wrote (`written`), each finding undone."
     found = guard_tree(s, [p for p in written if not is_bytecode(p) and not is_metadata(p)], scripts)
     for p in [p for p in written if is_metadata(p) and not is_bytecode(p)]:
-        if why := metadata_problem(p, text_at(s, p) or ""):
+        if Path(p).name.lower() != "entry_points.txt":
+            continue  # no other metadata file is judged by its text
+        text = judged_text(s, p)
+        why = metadata_problem(p, text) if text is not None else f"unread, over {MAX_JUDGED_BYTES} bytes or unreadable"
+        if why:
             found.append(f"{p}: written by the install step: {why}")
             restore(s, p)
     return found

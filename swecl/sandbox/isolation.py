@@ -233,7 +233,8 @@ def bwrap_argv(
     seccomp: int | None = None, mounts=(),
 ) -> list:  # fmt: skip
     """The bubblewrap command line that runs `cmd` (bash) in `testbed`, with the environment `env_path` at /testenv;
-    `mounts`: (host folder, where inside, writable) mounted after the env, so one may lie over a folder of it."""
+    `mounts`: (host folder, where inside, writable) mounted after the env and the working copy, so one may lie over a
+    folder of either (the ccache over the env's, a read-only .git over the working copy's)."""
     a = [bwrap_path(), *BWRAP_ARGS[:1], *([] if network else ["--unshare-net"]), *BWRAP_ARGS[1:]]
     a += [] if seccomp is None else ["--seccomp", str(seccomp)]  # the open `filter_fd()`: no nested user namespace
     a += scratch_args(limits or Limits())
@@ -241,10 +242,10 @@ def bwrap_argv(
     a += system_binds()
     for b in binds:
         a += [] if b.startswith("/usr/") else mount_ro(b)  # the interpreter the env's venv points at
-    a += ["--bind" if writable_env else "--ro-bind", str(env_path), "/testenv"]
+    a += ["--bind" if writable_env else "--ro-bind", str(env_path), "/testenv", "--bind", str(testbed), "/testbed"]
     for host, inside, writable in mounts:
         a += ["--bind" if writable else "--ro-bind", str(host), inside]
-    a += ["--bind", str(testbed), "/testbed", "--chdir", "/testbed", "--clearenv"]
+    a += ["--chdir", "/testbed", "--clearenv"]
     for k, v in scrubbed_env(variables).items():
         a += ["--setenv", k, v]
     return a + ["--", *privilege_drop(network), "/bin/bash", "-c", cmd]
@@ -471,12 +472,16 @@ def text(self: OutputCap) -> str:
     return head + f"\n[... {self.nchars - m} characters cut ...]\n" + (tail[-m // 2 :] if m else "")
 
 # %% ../../nbs/sandbox/03h_isolation.ipynb #7c3c3fe6
-def send_input(stdin, text: str | None):
-    "Write `text` to a command's stdin and close it."
-    with contextlib.suppress(BrokenPipeError, OSError):
-        if text is not None:
-            stdin.write(text.encode())
-        stdin.close()
+def send_input(stdin, data: bytes | None):
+    "Write `data` to a command's stdin, and close it whatever happens (a command reading to the end would wait)."
+    try:
+        if data is not None:
+            stdin.write(data)
+    except OSError:  # the command exited without reading it all
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            stdin.close()
 
 # %% ../../nbs/sandbox/03h_isolation.ipynb #99f0da52
 def wait_until(p: subprocess.Popen, reader: threading.Thread, deadline: float, watch=None) -> str | None:
@@ -486,19 +491,21 @@ def wait_until(p: subprocess.Popen, reader: threading.Thread, deadline: float, w
             return "timeout"
         if watch and (crossed := watch()):
             return crossed
-        reader.join(min(left, 0.25)) if reader.is_alive() else time.sleep(min(left, 0.01))
+        pause = 0.05 if watch else 0.25  # a watch looks often: a fast writer is stopped near its limit
+        reader.join(min(left, pause)) if reader.is_alive() else time.sleep(min(left, 0.01))
     return None
 
 # %% ../../nbs/sandbox/03h_isolation.ipynb #c0a59a8b
-def _start(argv: list, cwd: Path, env: dict, limits: Limits, input: str | None, cap: OutputCap, group=None, fds=()):
+def _start(argv: list, cwd: Path, env: dict, limits: Limits, input, cap: OutputCap, group=None, fds=()):
     "(process, reader): `argv` started in its own session, cgroup `group` and rlimits; threads feed and drain it."
+    data = input.encode() if isinstance(input, str) else input  # bytes for any file name (`os.fsencode`); raises here
     pipes = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     # the per-user process rlimit counts every sandbox's processes (all run as one user): a fork bomb in one grading
     # would make a concurrent grading's forks fail. A command in its own cgroup is bounded by its pids.max instead.
     limit = partial(set_limits, limits, None if group else nproc_of(sandbox_uid()))
     pre = (lambda: (group.join(), limit())) if group else limit
     p = subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True, preexec_fn=pre, pass_fds=fds, **pipes)
-    threading.Thread(target=send_input, args=(p.stdin, input), daemon=True).start()
+    threading.Thread(target=send_input, args=(p.stdin, data), daemon=True).start()
     reader = threading.Thread(target=cap.drain, args=(p.stdout,), daemon=True)
     reader.start()
     return p, reader
@@ -518,7 +525,7 @@ def run_limited(
     env: dict,
     limits: Limits,
     timeout: float,
-    input: str | None = None,
+    input: str | bytes | None = None,
     max_output: int = 1 << 20,
     watch: Callable[[], str | None] | None = None,
     contain: bool = False,
@@ -529,7 +536,8 @@ def run_limited(
     group = command_cgroup(limits) if contain else None
     try:
         p, reader = _start(argv, cwd, env, limits, input, cap, group, fds)
-        stopped = wait_until(p, reader, t0 + timeout, watch)
+        # a command that wrote past the watch's limit between two looks is stopped all the same
+        stopped = wait_until(p, reader, t0 + timeout, watch) or (watch() if watch else None)
         if stopped:
             _kill_group(p, reader)
         killed = stopped or ("memory" if group and group.oom_kills() else None)  # the OOM killer stopped a process
@@ -570,21 +578,23 @@ def stale_mounts() -> list:
 
 # %% ../../nbs/sandbox/03h_isolation.ipynb #9858c1e2
 def tree_bytes(path: Path) -> int:
-    "Bytes allocated to everything under `path` (symlinks not followed); what cannot be read counts 0."
-    n = 0
-    for dirpath, dirs, files in os.walk(path):
-        for name in dirs + files:
-            with contextlib.suppress(OSError):
-                n += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
-    return n
+    """Bytes allocated to everything under `path` on its file system (no link followed, no mount crossed: an overlay
+    mounted inside is counted where its upper folder is), at any depth (du's walk; os.walk recurses); unreadable: 0."""
+    r = subprocess.run(["du", "-s", "-x", "-B1", "--", str(path)], capture_output=True, text=True)
+    return int(r.stdout.split()[0]) if r.stdout.split() else 0
 
 # %% ../../nbs/sandbox/03h_isolation.ipynb #cb2175ec
 class DiskWatch:
-    "A `run_limited` watch: 'disk' once `path` holds more than `limit` bytes, measured when the host's free space shrank."
+    """A `run_limited` watch: 'disk' once `path` (and each folder `add`ed) holds more than `limit` bytes, measured when
+    the host's free space shrank."""
 
     def __init__(self, path: Path, limit: int, step: int | None = None):
         self.path, self.limit, self.step = path, limit, step or max(limit // 16, 1 << 20)
-        self.mark = self.free()
+        self.mark, self.more = self.free(), {}
+
+    def add(self, path: Path):
+        "Count `path` too, only what it gains from now on (a copy made for the session is not the session's writes)."
+        self.more[path] = tree_bytes(path)
 
     def free(self) -> int:
         st = os.statvfs(self.path)
@@ -596,7 +606,8 @@ class DiskWatch:
             self.mark = max(self.mark, free)
             return None
         self.mark = free
-        return "disk" if tree_bytes(self.path) > self.limit else None
+        more = sum(tree_bytes(p) - n for p, n in self.more.items())
+        return "disk" if tree_bytes(self.path) + more > self.limit else None
 
 # %% ../../nbs/sandbox/03h_isolation.ipynb #ae1ee361
 def open_regular(path: Path, shown: str, max_bytes: int | None = None):

@@ -10,8 +10,9 @@ import contextlib
 import dataclasses
 import io
 import os
-import shutil
 import stat
+import subprocess
+import sys
 import tempfile
 import time
 import weakref
@@ -47,8 +48,9 @@ from .testbeds import close_view, install_same, installed, mark_installed, open_
 from ..tasks.repos import SAFE_GIT, empty_submodules, export_tree, find_repo, git, submodule_hint
 
 # %% auto #0
-__all__ = ['SHARED_CCACHE', 'MAX_READ_BYTES', 'PATCH_SIZES', 'ENV_LAYER', 'MOUNTED', 'shared_ccache', 'Session', 'LocalSession',
-           'PatchTooLarge', 'take_patch', 'install_steps', 'same_entry', 'layer_entries', 'disk_cap', 'LocalSandbox']
+__all__ = ['SHARED_CCACHE', 'MAX_READ_BYTES', 'PATCH_SIZES', 'ENV_LAYER', 'MAX_DEPTH', 'MOUNTED', 'shared_ccache', 'change_clock',
+           'remove_tree', 'Session', 'LocalSession', 'PatchTooLarge', 'take_patch', 'install_steps', 'same_entry',
+           'layer_entries', 'opaque', 'real_dir', 'lower_files', 'disk_cap', 'LocalSandbox']
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #b7c0ccac02
 SHARED_CCACHE = "ccache"  # in the cache folder
@@ -65,6 +67,22 @@ def shared_ccache(env: Env, writable: bool) -> tuple[list, dict]:
     (Path(env.path) / CCACHE).mkdir(exist_ok=True)  # where it is mounted
     read_only = {} if writable else {"CCACHE_READONLY": "1", "CCACHE_TEMPDIR": "/tmp"}  # ccache writes no file
     return [(host, SESSION_CCACHE, writable)], read_only
+
+# %% ../../nbs/sandbox/03_sandbox.ipynb #2794fa7f
+def change_clock() -> int:
+    """A time on the clock the kernel stamps inode change times with (its coarse one, which ticks every few ms): every
+    change before the call is older, every change after it at least this."""
+    if sys.platform != "linux":
+        return time.time_ns()
+    t = time.clock_gettime_ns(5)  # CLOCK_REALTIME_COARSE
+    while (now := time.clock_gettime_ns(5)) == t:  # the next tick: what changed in this one is older
+        time.sleep(0.001)
+    return now
+
+
+def remove_tree(path: Path):
+    "Remove `path` at any depth (rm walks without recursing; shutil.rmtree raises past ~1000), on its file system only."
+    subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], capture_output=True)
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #bb605016
 @runtime_checkable
@@ -109,6 +127,7 @@ class LocalSession:
         self.base = base or git(self.testbed, "rev-parse", "HEAD").strip()
         if view is None:  # a prepared copy is the sandbox user's already (chowning an overlay would copy it all up)
             chown_tree(self.testbed, sandbox_uid())
+        self.made = change_clock()  # a file of the working copy changed later was written by the session
         self.watch = DiskWatch(self.testbed, limits.disk_mb << 20) if disk_cap == "watch" else None
         self.env_layer = None  # 'overlay' or 'copy' once an untrusted install made the session's own layer of the env
 
@@ -127,14 +146,16 @@ class LocalSession:
 @patch
 def run(
     self: LocalSession, cmd, timeout=None, max_output=1 << 20, input=None, writable_env=False, network=False,
-    build_cache: bool | None = None,
+    build_cache: bool | None = None, read_only_git=False,
 ) -> RunResult:  # fmt: skip
     """Run `cmd` (bash) in the sandbox; output is stdout+stderr, cut to `max_output` characters. `build_cache`: the
-    shared compiler cache mounted writable (True) or read-only (False), or not at all (None; `shared_ccache`)."""
+    shared compiler cache mounted writable (True) or read-only (False), or not at all (None; `shared_ccache`).
+    `read_only_git`: the working copy's .git read-only (the harness's own git reads it after a patch's install)."""
     if self.closed:
         raise SandboxError("This session is closed; open a new one for the task.")
     e, t, safe = self.env, timeout or self.limits.timeout, not self.unsafe
     mounts, added = ([], {}) if build_cache is None else shared_ccache(e, build_cache)
+    mounts = mounts + ([(self.testbed / ".git", "/testbed/.git", False)] if read_only_git else [])
     with filter_fd() as fd:  # the seccomp filter: no nested user namespace
         argv, host_env = command_argv(
             cmd,
@@ -166,7 +187,7 @@ def close(self: LocalSession):
         unmount(self.env_root)
     if self.disk_cap == "tmpfs":
         unmount(self.root)
-    shutil.rmtree(self.root, ignore_errors=True)
+    remove_tree(self.root)  # a tree the session nested 3000 deep too
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #676e7ea8
 @patch
@@ -267,7 +288,9 @@ def open_env_layer(self: LocalSession) -> Path:
         else:
             copy_tree(Path(self.env.path), layer / "env")
             self.env_layer = "copy"
-        self.layer_made = time.time_ns()  # a copy's file changed later was written by the session
+        self.layer_made = change_clock()  # a copy's file changed later was written by the session
+        if self.watch:  # the disk cap covers what the session writes here too (a tmpfs root holds it already)
+            self.watch.add(layer)
     return self.env_root
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #ebcbb176
@@ -286,53 +309,110 @@ def same_entry(path: Path, st: os.stat_result, other: Path) -> bool:
     with open(path, "rb") as a, open(other, "rb") as b:  # a plain read: nothing of the layer runs
         return all(x == y for x, y in zip(iter(lambda: a.read(1 << 20), b""), iter(lambda: b.read(1 << 20), b"")))
 
+# %% ../../nbs/sandbox/03_sandbox.ipynb #775c769e
+MAX_DEPTH = 200  # folders nested deeper are not walked (no install nests so deep): named instead
 
-def layer_entries(top: Path):
-    "(path under `top`, lstat) of every file, link and device below `top`, folders left out, no link followed."
-    for dirpath, dirs, files in os.walk(top):
-        for name in dirs + files:
-            p = Path(dirpath) / name
-            st = os.lstat(p)
-            if not stat.S_ISDIR(st.st_mode):
-                yield p, st
+
+def layer_entries(top: Path, since: int | None = None):
+    """(path, lstat, fresh) of everything below `top`, no link followed, walked without recursion. `fresh`: it, or a
+    folder above it below `top`, changed at `since` or later (a folder renamed into place keeps its files' times).
+    A folder past `MAX_DEPTH`, or that cannot be read (a path too long), comes with lstat None, unwalked."""
+    stack = [(top, 0, False)]
+    while stack:
+        folder, depth, fresh = stack.pop()
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            if folder == top:
+                raise
+            yield folder, None, fresh
+            continue
+        for name in names:
+            p = folder / name
+            try:
+                st = os.lstat(p)
+            except OSError:
+                yield p, None, fresh
+                continue
+            new = fresh or (since is not None and st.st_ctime_ns >= since)
+            deep = stat.S_ISDIR(st.st_mode) and depth + 1 >= MAX_DEPTH
+            if stat.S_ISDIR(st.st_mode) and not deep:
+                stack.append((p, depth + 1, new))
+            yield p, None if deep else st, new
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #2adb87e9
+def opaque(folder: Path) -> bool:
+    "Whether the overlay's upper `folder` hides every entry of the lower one (`rm -rf X; mkdir X` makes one)."
+    try:
+        return bool(os.getxattr(folder, "trusted.overlay.opaque", follow_symlinks=False))
+    except OSError:
+        return False
+
+
+def real_dir(p: Path) -> bool:
+    return os.path.isdir(p) and not os.path.islink(p)
+
+
+def lower_files(lower: Path, rel: str) -> list[str]:
+    "`rel` (a file, link or device) or the path of every one below it (a folder) in `lower`, where it is there."
+    p = lower / rel
+    if not real_dir(p):
+        return [rel] if os.path.lexists(p) else []
+    return [(q.relative_to(lower)).as_posix() for q, st, _ in layer_entries(p) if st and not stat.S_ISDIR(st.st_mode)]
+
+# %% ../../nbs/sandbox/03_sandbox.ipynb #a057d00d
 @patch
 def env_writes(self: LocalSession) -> dict[str, str]:
-    "What the session's layer of the env changed: {path under /testenv: 'written' or 'removed'}, sorted."
+    "What the session's layer of the env changed: {path under /testenv: 'written', 'removed' or 'unwalked'}, sorted."
     if self.env_layer is None:
         return {}
-    lower, layer = Path(self.env.path), self.root / ENV_LAYER
-    top, out = layer / ("upper" if self.env_layer == "overlay" else "env"), {}
-    for p, st in layer_entries(top):
+    lower, overlay = Path(self.env.path), self.env_layer == "overlay"
+    top, out = self.root / ENV_LAYER / ("upper" if overlay else "env"), {}
+    for p, st, _ in layer_entries(top):
         rel = p.relative_to(top).as_posix()
-        if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
+        if st is None:
+            out[rel] = "unwalked"  # nested too deep to judge
+        elif stat.S_ISDIR(st.st_mode):
+            if overlay and (opaque(p) or not real_dir(lower / rel)):  # what of the lower it hides is gone
+                out |= {r: "removed" for r in lower_files(lower, rel) if r == rel or not os.path.lexists(top / r)}
+        elif stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
             out[rel] = "removed"  # an overlay's whiteout
-        elif self.env_layer == "overlay" or st.st_ctime_ns > self.layer_made:
+        elif overlay or st.st_ctime_ns >= self.layer_made:
             out[rel] = None if same_entry(p, st, lower / rel) else "written"
-    if self.env_layer == "copy":
-        for p, _ in layer_entries(lower):
-            rel = p.relative_to(lower).as_posix()
-            if not os.path.lexists(top / rel):
-                out[rel] = "removed"
+    for p, st, _ in [] if overlay else layer_entries(lower):
+        rel = p.relative_to(lower).as_posix()
+        if st and not stat.S_ISDIR(st.st_mode) and (not os.path.lexists(top / rel) or real_dir(top / rel)):
+            out[rel] = "removed"  # gone, or a folder now
     return {k: v for k, v in sorted(out.items()) if v}
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #e8e60e38
 @patch
-def drop_written_bytecode(self: LocalSession) -> int:
-    "Remove every `.pyc` the session wrote into its env layer or its overlay view; how many."
-    tops = [(self.root / ENV_LAYER / "upper", "/testenv")] if self.env_layer == "overlay" else []
-    tops += [(self.root / "upper", "/testbed")] if self.view == "overlay" else []
-    if self.env_layer == "copy":
-        tops.append((self.env_root, "/testenv"))
+def written_bytecode(self: LocalSession) -> list[bytes]:
+    """Every `.pyc` the session wrote, named as its commands see it (/testenv/..., ./ in the working copy): all in an
+    overlay's upper folder; in a copy, each changed since it was made (`layer_entries`' fresh). `SandboxError` for a
+    folder it cannot walk: bytecode may be below it."""
+    tops = [(self.root / ENV_LAYER / "upper", "/testenv", None)] if self.env_layer == "overlay" else []
+    tops += [(self.env_root, "/testenv", self.layer_made)] if self.env_layer == "copy" else []
+    tops += [(self.root / "upper", ".", None) if self.view == "overlay" else (self.testbed, ".", self.made)]
     found = []
-    for top, inside in tops:
-        for p, st in layer_entries(top):
-            if p.suffix in (".pyc", ".pyo") and not stat.S_ISCHR(st.st_mode):
-                if inside == "/testbed" or self.env_layer == "overlay" or st.st_ctime_ns > self.layer_made:
-                    found.append(f"{inside}/{p.relative_to(top).as_posix()}")
-    if found:  # inside the sandbox: the host never writes through a path the session made
-        self.run("xargs -0 rm -f --", input="\0".join(found), writable_env=True)
+    for top, inside, since in tops:
+        for p, st, fresh in layer_entries(top, since):
+            name = f"{inside}/{p.relative_to(top).as_posix()}"
+            if st is None:
+                raise SandboxError(f"{name[:200]}: a folder nested too deep to search for the session's bytecode.")
+            if p.suffix in (".pyc", ".pyo") and not stat.S_ISDIR(st.st_mode) and not stat.S_ISCHR(st.st_mode):
+                found += [os.fsencode(name)] if since is None or fresh else []  # any name: bytes
+    return found
+
+
+@patch
+def drop_written_bytecode(self: LocalSession) -> int:
+    "Remove every `.pyc` the session wrote (`written_bytecode`); how many. `SandboxError` when one stays."
+    if found := self.written_bytecode():  # inside the sandbox: the host never writes through a path the session made
+        r = self.run("xargs -0 rm -f --", input=b"\0".join(found), writable_env=self.env_layer is not None)
+        if r.exit_code or (left := self.written_bytecode()):
+            what = r.output.strip()[-200:] if r.exit_code else os.fsdecode(left[0])[:200]
+            raise SandboxError(f"The session's bytecode could not be removed before the tests: {what}")
     return len(found)
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #96e19d3a
@@ -351,7 +431,8 @@ def install(self: LocalSession, pre: bool = True, trusted: bool = False) -> RunR
             elif not trusted:
                 self.open_env_layer()
             fills = trusted and self.env_layer is None  # a layer may hold a patch's compiler wrapper: it only reads
-            return self.run(self.env.install, writable_env=True, build_cache=fills)
+            # a patch's install writes no .git: the harness's git after it (the reset to the base) reads it
+            return self.run(self.env.install, writable_env=True, build_cache=fills, read_only_git=not trusted)
 
     return install_steps(self, pre, step)
 
@@ -413,7 +494,7 @@ def _clear_stale_mounts():
     "Unmount and remove the working copies a killed harness left mounted (as root; otherwise there are none)."
     for m in stale_mounts() if as_root() else []:
         unmount(m)
-        shutil.rmtree(m, ignore_errors=True)
+        remove_tree(m)
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #8c1221d0
 class LocalSandbox:
@@ -563,5 +644,5 @@ def open(self: LocalSandbox, task: Task, install: bool = True) -> LocalSession:
             unmount(root / "testbed")
         if cap == "tmpfs":
             unmount(root)
-        shutil.rmtree(root, ignore_errors=True)
+        remove_tree(root)
         raise

@@ -178,7 +178,8 @@ def mount_overlay(lower: Path, merged: Path, upper: Path, work: Path) -> bool:
     for d in folders:
         d.mkdir()
     os.chown(upper, sandbox_uid(), sandbox_uid())  # the merged top folder is the upper layer's
-    opts = f"lowerdir={lower},upperdir={upper},workdir={work}".encode()
+    # redirect_dir=off: a lower folder renamed is copied up whole, so its files are in the upper folder, where read
+    opts = f"lowerdir={lower},upperdir={upper},workdir={work},redirect_dir=off".encode()
     if LIBC.mount(f"swecl-{os.getpid()}".encode(), str(merged).encode(), b"overlay", 0, opts) == 0:
         return True
     for d in folders:

@@ -26,8 +26,9 @@ __all__ = ['NO_HOUSEKEEPING', 'SAFE_GIT', 'GIT_IDENTITY', 'GITHUB_URL', 'GITMODU
 
 # %% ../../nbs/tasks/03d_repos.ipynb #a02ad8bf
 NO_HOUSEKEEPING = ("gc.auto=0", "maintenance.auto=false", "gc.autoDetach=false")
-SAFE_GIT = "git -c core.fsmonitor=false -c core.hooksPath=/dev/null -c diff.external= -c core.pager=cat " + " ".join(
-    f"-c {c}" for c in NO_HOUSEKEEPING
+# --no-replace-objects (as GIT_NO_REPLACE_OBJECTS=1): no refs/replace stands in for the base commit's objects
+SAFE_GIT = "git --no-replace-objects -c core.fsmonitor=false -c core.hooksPath=/dev/null -c diff.external= " + " ".join(
+    f"-c {c}" for c in ("core.pager=cat", *NO_HOUSEKEEPING)
 )
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "swecl mini",
