@@ -112,7 +112,7 @@ class Counting:
     not_as_recorded: str | None  # why it counts as not resolved whatever it records: 'flagged', or its run label
     resolved: bool | None  # as counted; None when left out
 
-
+# %% ../../nbs/base/00a_labels.ipynb #e4686291
 def counting(r: dict) -> Counting:
     "How the rates count the attempt record `r` (a frame's NaN for a missing value, or a numpy bool, read right)."
     why = r.get("infra_reason")
@@ -123,7 +123,7 @@ def counting(r: dict) -> Counting:
     reason = "flagged" if flagged else why if why and not out else None
     return Counting(why, out, reason, None if out else False if reason else r.get("resolved"))
 
-
+# %% ../../nbs/base/00a_labels.ipynb #53e554b7
 def infra_label(r: dict) -> str | None:
     "The label that keeps an attempt out of the rates; None when it is a verdict about the agent (`counting`)."
     c = counting(r)

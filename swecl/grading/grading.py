@@ -361,7 +361,7 @@ WHEN = {  # when a host rule applies, by its grade
     "any run": lambda g: True,
 }
 
-
+# %% ../../nbs/grading/04_grading.ipynb #0a3a7da2
 @dataclass(frozen=True)
 class HostRule:
     "A row of `HOST_RULES`: `label` when `when` holds and `recognised` finds its evidence line, said by `message`."

@@ -18,13 +18,13 @@ from pathlib import PurePosixPath
 from ..tasks.repos import SAFE_GIT
 
 # %% auto #0
-__all__ = ['RUNNER_CONFIG_FILES', 'SHADOW_MODULES', 'CONTENT_CHECKED', 'RUNNER_MODULES', 'GIT_DIR_PATH', 'GUARD_SECONDS',
-           'MAX_GUARDED_PATHS', 'TOO_MANY', 'quoted', 'TEXT_LIMIT', 'UNREAD', 'FACTS_SCRIPT', 'PROBE_SITE', 'ENV_PROBE',
-           'path_class', 'cfg_runner_config', 'toml_runner_config', 'runner_config', 'module_names', 'shadowing',
-           'runner_scripts', 'finding', 'git_dir_line', 'zero_split', 'untracked', 'tree_changes', 'git_state',
-           'base_tree', 'entries_under', 'each', 'restore_script', 'restore_paths', 'restore_raw', 'info_root',
-           'restore', 'text_at', 'decoded', 'read_facts', 'folders_of', 'tree_facts', 'tree_findings', 'guard_tree',
-           'guard_refusal', 'env_state', 'env_changes']
+__all__ = ['RUNNER_CONFIG_FILES', 'SHADOW_MODULES', 'EXTENSIONS', 'CONTENT_CHECKED', 'RUNNER_MODULES', 'GIT_DIR_PATH',
+           'GUARD_SECONDS', 'MAX_GUARDED_PATHS', 'TOO_MANY', 'quoted', 'TEXT_LIMIT', 'UNREAD', 'FACTS_SCRIPT',
+           'PROBE_SITE', 'ENV_PROBE', 'path_class', 'cfg_runner_config', 'toml_runner_config', 'runner_config',
+           'module_names', 'shadowing', 'runner_scripts', 'finding', 'git_dir_line', 'zero_split', 'untracked',
+           'tree_changes', 'git_state', 'base_tree', 'entries_under', 'each', 'restore_script', 'restore_paths',
+           'restore_raw', 'info_root', 'restore', 'text_at', 'decoded', 'read_facts', 'folders_of', 'tree_facts',
+           'tree_findings', 'guard_tree', 'guard_refusal', 'env_state', 'env_changes']
 
 # %% ../../nbs/grading/04b_guard.ipynb #158b7097
 RUNNER_CONFIG_FILES = frozenset({"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini"})
@@ -86,6 +86,9 @@ SHADOW_MODULES = frozenset(sys.stdlib_module_names) | frozenset(
 )
 
 # %% ../../nbs/grading/04b_guard.ipynb #ea209bf3
+EXTENSIONS = (".so", ".pyd")  # what Python imports besides source and bytecode
+
+
 def module_names(path: str, is_package=lambda d: False) -> list[tuple[str, str]]:
     "(module path, top-level module name) pairs `path` could define when its folder is on `sys.path`."
     parts, out = PurePosixPath(path).parts, []
@@ -93,8 +96,11 @@ def module_names(path: str, is_package=lambda d: False) -> list[tuple[str, str]]
         folder = "/".join(parts[:i])
         if i and is_package(folder):
             continue
-        name = c.removesuffix(".py") if i == len(parts) - 1 else c
-        if i < len(parts) - 1 or c.endswith(".py"):
+        last = (
+            i == len(parts) - 1
+        )  # a module file: source, or an extension module (`pluggy.cpython-311-x86_64-linux-gnu.so`)
+        name = (c.split(".")[0] if c.endswith(EXTENSIONS) else c.removesuffix(".py")) if last else c
+        if not last or c.endswith((".py", *EXTENSIONS)):
             out.append(("/".join(parts[: i + 1]), name))
     return out
 

@@ -49,13 +49,13 @@ LOOK_ALIKES = str.maketrans({"≤": "<=", "≥": ">=", "≠": "!=", "−": "-", 
 SQUASHED_OUT = re.compile(r"[\s()\[\]{}]+")  # what a respelling of the same line adds or drops
 DIFF_MARK = re.compile(r"(?m)^[+-]")
 
-
+# %% ../../nbs/memory/07c_leakage.ipynb #80a423a1
 def squashed(text: str, marks: bool = False) -> str:
     "`text` as the check compares it: NFKC, look-alikes as ASCII, no white space or brackets (`marks`: no diff marks)."
     text = unicodedata.normalize("NFKC", text).translate(LOOK_ALIKES)
     return SQUASHED_OUT.sub("", DIFF_MARK.sub("", text) if marks else text)
 
-
+# %% ../../nbs/memory/07c_leakage.ipynb #2d1cdb61
 def unescaped(text: str) -> str:
     "`text` with JSON's string escapes undone (a trajectory's tool arguments)."
     return text.replace('\\"', '"').replace("\\n", "\n").replace("\\t", "\t").replace("\\\\", "\\")
