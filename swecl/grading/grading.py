@@ -558,7 +558,7 @@ def grade_once(task: Task, patch: str, sandbox, log_dir=None, reject_test_edits:
         return mark_infra(
             g, Label.UNSAFE_ID, f"The instance id {repr(task.instance_id)[:80]} {why}; the task was not graded."
         )
-    g, t0, logs = Grade(task.instance_id), time.time(), []
+    g, t0, logs, s = Grade(task.instance_id), time.time(), [], None
     try:
         try:
             s = sandbox.open(task)  # set up as SWE-bench's instance image (prepare_tests installs again if need be)
@@ -574,6 +574,8 @@ def grade_once(task: Task, patch: str, sandbox, log_dir=None, reject_test_edits:
         return raised_verdict(g, e)
     finally:
         g.seconds["total"] = round(time.time() - t0, 3)
+        if getattr(s, "layer_seconds", 0):  # the env layer's part of it (a local session with an install step)
+            g.seconds["layer"] = round(s.layer_seconds, 3)
         if log_dir:
             p = Path(log_dir) / f"{task.instance_id}.log"
             p.parent.mkdir(parents=True, exist_ok=True)

@@ -99,13 +99,14 @@ def bench_grading(tasks: list, sandboxes: dict, progress: bool = True) -> dict:
     return {"tasks": rows, "n": len(rows), "agreeing": sum(len(set(v)) == 1 for v in verdicts)} | medians
 
 # %% ../../nbs/runs/14_bench.ipynb #7b1e0b02
-PHASES = ("setup", "install", "tests", "total")
+PHASES = ("setup", "install", "layer", "tests", "total")  # layer: the session's env layer, part of install
 
 
 def _graded(task, sandbox) -> dict:
-    "Median seconds per phase of grading `task`'s gold and empty patches in `sandbox`, and the two verdicts."
+    "Median seconds per phase of grading `task`'s gold and empty patches in `sandbox` (the layer: the gold's), and the two verdicts."
     gs = [grade(task, patch, sandbox) for patch in (task.patch, "")]
     row = {p: round(_median([g.seconds.get(p) or 0.0 for g in gs]), 3) for p in PHASES}
+    row["layer"] = round(gs[0].seconds.get("layer") or 0.0, 3)  # the empty patch installs nothing: no layer
     return row | {"verdicts": [verdict_word(g) for g in gs]}
 
 
