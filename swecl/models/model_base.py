@@ -21,10 +21,10 @@ from ..base.core import parse_jsonl, read_regular
 
 # %% auto #0
 __all__ = ['ATTEMPT_CAUSED', 'PRICES', 'RETRY_STATUS', 'RETRY_AFTER_CAP', 'MODEL_FORMS', 'OPENAI_SPEC', 'LOCAL_URL',
-           'SMOKE_MODELS', 'ModelError', 'AttemptCaused', 'ContextFull', 'Refused', 'attempt_caused', 'Usage',
-           'ToolCall', 'Reply', 'Model', 'ModelBase', 'price_of', 'cost', 'retry_after', 'OutOfTime', 'NoAnswer',
-           'seconds_left', 'within', 'with_retries', 'TimeBudget', 'ModelSpec', 'model_spec', 'smoke_label',
-           'replay_lines', 'read_replay', 'ReplayModel', 'ScriptedModel']
+           'SMOKE_MODELS', 'ModelError', 'AttemptCaused', 'ContextFull', 'Refused', 'provider_error', 'attempt_caused',
+           'Usage', 'ToolCall', 'Reply', 'Model', 'ModelBase', 'price_of', 'cost', 'retry_after', 'OutOfTime',
+           'ProviderDown', 'NoAnswer', 'seconds_left', 'within', 'with_retries', 'TimeBudget', 'ModelSpec',
+           'model_spec', 'smoke_label', 'replay_lines', 'read_replay', 'ReplayModel', 'ScriptedModel']
 
 # %% ../../nbs/models/05a_model_base.ipynb #9235eb87
 class ModelError(RuntimeError):
@@ -52,16 +52,28 @@ class Refused(AttemptCaused):
 ATTEMPT_CAUSED = (  # (the error, how a provider's message says it), tried in order
     (ContextFull, re.compile(  # the transcript is too large for the model or the endpoint (HTTP 413 too)
         r"context_length_exceeded|maximum context length|prompt is too long|exceeds? (the )?context window"
-        r"|request_too_large|request entity too large|payload too large|HTTP 413\b", re.I)),
+        r"|request_too_large|request entity too large|payload too large|HTTP 413\b"
+        r"|input length and `?max_tokens`? exceed context limit"  # Anthropic: the input and max_tokens together
+        r"|exceeds the available context size|exceed_context_size_error"  # llama.cpp's server
+        r"|'messages\[\d+\]\.content[^']*': string too long"  # OpenAI: a message too long (not swecl's tool schema)
+        r"|input token count (\(\d+\) )?exceeds the maximum number of tokens allowed"  # Gemini
+        r"|ContextWindowExceededError", re.I)),  # LiteLLM's proxy, whatever the provider behind it said
     (Refused, re.compile(  # OpenAI, Azure OpenAI and Anthropic content filters
         r"content_policy_violation|content_filter|content management policy|ResponsibleAIPolicyViolation"
         r"|blocked by content filtering policy|flagged as potentially violating", re.I)),
 )  # fmt: skip
 
 # %% ../../nbs/models/05a_model_base.ipynb #bc232cf7
+def provider_error(msg: str, *signs: str) -> str | ModelError:
+    "The `AttemptCaused` error (message `msg`) that `msg` or a sign (a whole error body, its fields) names, else `msg`."
+    texts = [msg, *(s for s in signs if isinstance(s, str))]
+    return next((kind(msg) for kind, sign in ATTEMPT_CAUSED if any(sign.search(t) for t in texts)), msg)
+
+
 def attempt_caused(e: ModelError) -> ModelError:
-    "`e` as the `AttemptCaused` error its message names (`ATTEMPT_CAUSED`), else `e` as it was."
-    return next((kind(str(e)) for kind, sign in ATTEMPT_CAUSED if sign.search(str(e))), e)
+    "`e` as the `AttemptCaused` error its message names (`ATTEMPT_CAUSED`), else `e` as it was (an `AttemptCaused` too)."
+    found = e if isinstance(e, AttemptCaused) else provider_error(str(e))
+    return e if isinstance(found, str) else found
 
 # %% ../../nbs/models/05a_model_base.ipynb #cd234b16
 @dataclass
@@ -190,6 +202,10 @@ RETRY_AFTER_CAP = 60.0  # s: `Retry-After: 100000` is not obeyed as asked
 class OutOfTime(ModelError):
     "A query did not end by its deadline (the task's time budget): it was cut, not awaited."
 
+
+class ProviderDown(ModelError):
+    "The provider kept failing (a retryable error) until the task's time budget ran out: infrastructure, `model_error`."
+
 # %% ../../nbs/models/05a_model_base.ipynb #7fe2f290
 class NoAnswer(TimeoutError):
     "A call gave no complete answer within the time it had (`within`)."
@@ -238,6 +254,19 @@ def _one_try(call: Callable, per_call: float | None, deadline: float | None, wha
         raise
 
 # %% ../../nbs/models/05a_model_base.ipynb #05106d9a
+def _no_time_to_retry(e: Exception, msg, what: str, tries: int) -> ModelError:
+    "The error of a retryable failure with no time left to retry: the attempt's (content, time) or the provider's."
+    late = f"The {what} failed ({msg}) and the task's time budget ends before a retry."
+    if isinstance(msg, AttemptCaused):  # the attempt's content, whatever the status said
+        return type(msg)(late)
+    if isinstance(e, NoAnswer):  # no answer in time: perhaps the model writing a long reply, the attempt's own time
+        return OutOfTime(late)
+    return ProviderDown(
+        f"{late[:-1]}: the provider was still failing (tries made: {tries}), so the model could not be reached "
+        "(infrastructure, not the attempt's time)."
+    )
+
+
 def with_retries(
     call: Callable,
     classify: Callable,
@@ -249,7 +278,7 @@ def with_retries(
     per_call: float | None = None,
     deadline: float | None = None,
 ):
-    "Run `call()`; `classify(exc)` returns (retryable, retry_after seconds or None, message). Limits: see above."
+    "Run `call()`; `classify(exc)` returns (retryable, retry_after seconds or None, message or error). Limits: see above."
     for attempt in range(retries + 1):
         try:
             return _one_try(call, per_call, deadline, what)
@@ -257,13 +286,14 @@ def with_retries(
             raise
         except Exception as e:
             retryable, after, msg = (True, None, str(e)) if isinstance(e, NoAnswer) else classify(e)
+            kind = type(msg) if isinstance(msg, ModelError) else ModelError  # the classifier's kind is kept
             if not retryable:
-                raise ModelError(msg) from None
+                raise kind(str(msg)) from None
             if attempt == retries:
-                raise ModelError(f"The {what} still failed after {retries} retries: {msg}") from None
+                raise kind(f"The {what} still failed after {retries} retries: {msg}") from None
             wait = min(after, RETRY_AFTER_CAP) if after is not None else random.uniform(0, min(cap, base * 2**attempt))
             if (left := seconds_left(deadline)) is not None and wait >= left:
-                raise OutOfTime(f"The {what} failed ({msg}) and the task's time budget ends before a retry.") from None
+                raise _no_time_to_retry(e, msg, what, attempt + 1) from None
             sleep(wait)
 
 # %% ../../nbs/models/05a_model_base.ipynb #b1d149ea

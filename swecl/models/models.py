@@ -20,6 +20,7 @@ from ..base.core import MAX_SMALL_BYTES, InputFileError, load_yaml, package_file
 from swecl.models.model_base import (
     RETRY_STATUS,
     SMOKE_MODELS,
+    AttemptCaused,
     Model,
     ModelBase,
     ModelError,
@@ -33,15 +34,17 @@ from swecl.models.model_base import (
     attempt_caused,
     cost,
     model_spec,
+    provider_error,
     retry_after,
     with_retries,
 )
 
 # %% auto #0
 __all__ = ['MAX_BODY_BYTES', 'BACKENDS', 'READY_TIMEOUT', 'anthropic_messages', 'build_request', 'usage_from_anthropic',
-           'reply_from_anthropic', 'api_key_from', 'AnthropicModel', 'openai_messages', 'usage_from_openai',
-           'classify_http', 'tool_call_from_openai', 'reply_from_openai', 'ResponseTooLarge', 'bounded_body',
-           'OpenAIModel', 'LlamaCppModel', 'scripted_model', 'make_model', 'model_ready', 'configured_models']
+           'reply_from_anthropic', 'error_fields', 'http_error', 'api_key_from', 'AnthropicModel', 'openai_messages',
+           'usage_from_openai', 'classify_http', 'tool_call_from_openai', 'reply_from_openai', 'ResponseTooLarge',
+           'bounded_body', 'OpenAIModel', 'LlamaCppModel', 'scripted_model', 'make_model', 'model_ready',
+           'configured_models']
 
 # %% ../../nbs/models/05_models.ipynb #b0f498c7
 def _blocks(content) -> list:
@@ -128,16 +131,37 @@ def reply_from_anthropic(msg) -> Reply:
             calls.append(ToolCall(b.id, b.name, dict(b.input or {})))
     return Reply("\n".join(text), calls, usage_from_anthropic(msg.usage), msg.stop_reason)
 
+# %% ../../nbs/models/05_models.ipynb #db39fc5e
+def error_fields(body) -> dict:
+    "The `code`, `type`, `status`, `param` and `message` of a provider's parsed error body (or of the first of a list)."
+    first = body[0] if isinstance(body, list) and body else body
+    err = first.get("error", first) if isinstance(first, dict) else None
+    err = {"message": err} if isinstance(err, str) else err if isinstance(err, dict) else {}
+    return {k: str(err[k]) for k in ("code", "type", "status", "param", "message") if err.get(k) not in (None, "")}
+
+
+def http_error(status: int, text: str, body=None) -> str | ModelError:
+    "The message of an error answer, short, or the `AttemptCaused` error its whole body or its fields name."
+    if body is None:
+        try:
+            body = json.loads(text)
+        except ValueError:
+            body = None
+    fields, shown = error_fields(body), f"HTTP {status}: {text[:200]}"
+    hidden = [v for k, v in fields.items() if k in ("code", "type") and v not in shown]
+    shown += f" [{', '.join(hidden)}]" if hidden else ""
+    return provider_error(shown, text, *fields.values())
+
 # %% ../../nbs/models/05_models.ipynb #b84cee0d
 def _classify_anthropic(e):
     import anthropic  # optional dependency (the llm extra)
 
     if isinstance(e, ModelError):
-        return False, None, str(e)
+        return False, None, e
     if isinstance(e, anthropic.APIStatusError):
         if e.status_code == 401:
             return False, None, "The Anthropic API rejected the key in ANTHROPIC_API_KEY (HTTP 401); check it."
-        return e.status_code in RETRY_STATUS, retry_after(e.response.headers), f"HTTP {e.status_code}: {str(e)[:200]}"
+        return e.status_code in RETRY_STATUS, retry_after(e.response.headers), http_error(e.status_code, str(e), e.body)
     if isinstance(e, (anthropic.APIConnectionError, anthropic.APITimeoutError)):
         return True, None, f"{type(e).__name__}: {e}"
     return False, None, f"{type(e).__name__}: {e}"
@@ -228,11 +252,11 @@ def usage_from_openai(u: dict | None) -> Usage:
 def classify_http(e):
     import httpx  # optional dependency (the llm extra)
 
-    if isinstance(e, ModelError):  # e.g. `ResponseTooLarge`: the same answer again would be no better
-        return False, None, str(e)
+    if isinstance(e, ModelError):  # e.g. `ResponseTooLarge`: the same answer again would be no better; kept as it is
+        return False, None, e
     if isinstance(e, httpx.HTTPStatusError):
         status = e.response.status_code
-        return status in RETRY_STATUS, retry_after(e.response.headers), f"HTTP {status}: {e.response.text[:200]}"
+        return status in RETRY_STATUS, retry_after(e.response.headers), http_error(status, e.response.text)
     if isinstance(e, httpx.TransportError):
         return True, None, f"{type(e).__name__}: {e}"
     return False, None, f"{type(e).__name__}: {e}"
@@ -269,22 +293,24 @@ def reply_from_openai(d: dict) -> Reply:
     )
 
 # %% ../../nbs/models/05_models.ipynb #7d78a0c8
-MAX_BODY_BYTES = 16 << 20  # a chat completion is a few KB; a server sending more is broken or hostile
+MAX_BODY_BYTES = 16 << 20  # a reply is a few KB; more: a runaway reply (max_tokens ignored) or a broken server
 
 # %% ../../nbs/models/05_models.ipynb #352e734d
-class ResponseTooLarge(ModelError):
-    "A model server's response body is larger than `MAX_BODY_BYTES`."
+class ResponseTooLarge(AttemptCaused):
+    "A model server's response is larger than `MAX_BODY_BYTES`: the model's runaway reply, counted against the attempt."
+
+    exit_reason = "reply_too_large"
 
 # %% ../../nbs/models/05_models.ipynb #5294c53d
 def bounded_body(r, cut_at: float, max_bytes: int = MAX_BODY_BYTES, who: str = "The model server") -> bytes:
     "The body of the streamed `httpx` response `r`, read until `max_bytes` (`ResponseTooLarge`) or `cut_at` (`NoAnswer`)."
     if int(r.headers.get("content-length") or 0) > max_bytes:
-        raise ResponseTooLarge(f"{who} announced a response of more than {max_bytes:,} bytes; check the server.")
+        raise ResponseTooLarge(f"{who} announced a response of more than {max_bytes:,} bytes: a runaway reply.")
     chunks, n = [], 0
     for chunk in r.iter_bytes():
         n += len(chunk)
         if n > max_bytes:
-            raise ResponseTooLarge(f"{who} sent more than {max_bytes:,} bytes in one response; check the server.")
+            raise ResponseTooLarge(f"{who} sent more than {max_bytes:,} bytes in one response: a runaway reply.")
         if time.monotonic() > cut_at:  # a slow trickle: the caller has stopped waiting already
             raise NoAnswer(f"{who} was still sending its response when the try's time was up")
         chunks.append(chunk)

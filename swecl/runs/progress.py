@@ -28,6 +28,7 @@ STOP_WORDS = {
     "repetition": "stopped: the same action with the same result again and again",
     "context_full": "stopped: the conversation outgrew the model's context window",
     "refused": "stopped: the provider refused the conversation's content (a content filter)",
+    "reply_too_large": "stopped: the model's reply ran past the size swecl reads (a runaway reply)",
 }
 
 # %% ../../nbs/runs/09b_progress.ipynb #7cb94ef9
