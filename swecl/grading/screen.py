@@ -12,47 +12,107 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from .evidence import is_test_file
-from .guard import PROBE_SITE, SHADOW_MODULES
+from .guard import PROBE_SITE, SHADOW_MODULES, path_class
 
 # %% auto #0
-__all__ = ['HUNK_HEADER', 'DIFF_GIT_HEADER', 'SOURCE_ROOTS', 'REPO_PACKAGES', 'RUNNER_PACKAGES', 'RUNNER_FOLDERS', 'MODULE_FACTS',
-           'RUNNER_RULES', 'REACHING_RULES', 'SHADOWED', 'STARTUP', 'INSTALLED_PROBE', 'FileDiff', 'header_path',
-           'header_line', 'file_diffs', 'top_module', 'own_packages', 'runner_code', 'line_rules', 'code_flags',
+__all__ = ['HUNK_HEADER', 'BINARY_FILES', 'C_ESCAPES', 'SOURCE_ROOTS', 'REPO_PACKAGES', 'RUNNER_PACKAGES', 'RUNNER_FOLDERS',
+           'MODULE_FACTS', 'IN_LITERAL', 'RUNNER_RULES', 'REACHING_RULES', 'FROM_IMPORT', 'PLAIN_IMPORT',
+           'DYNAMIC_IMPORT', 'SHADOWED', 'STARTUP', 'CODE_SUFFIXES', 'INSTALLED_PROBE', 'FileDiff', 'c_unquote',
+           'patch_name', 'header_path', 'git_names', 'header_line', 'file_diffs', 'top_module', 'own_packages',
+           'runner_code', 'line_rules', 'code_flags', 'module_names', 'imported_names', 'library_helpers',
            'new_top_module', 'file_flag', 'screen_patch', 'installed_modules', 'screen_session']
 
 # %% ../../nbs/grading/04k_screen.ipynb #3c7a0de2
 @dataclass
 class FileDiff:
-    "One file of a unified diff: its old and new path (None: the file is new, or deleted) and the lines it adds."
+    "One file of a diff: its old and new path (None: new, or deleted), the lines it adds, git's rename/copy and binary marks."
 
     old: str | None
     new: str | None
     added: list = field(default_factory=list)
     hunks: int = 0
+    moved: bool = False  # `rename to`/`copy to`: `new` is a path the tree did not have
+    binary: bool = False  # `GIT binary patch` or `Binary files ... differ`: no line of it can be read
 
     @property
     def path(self) -> str:
         return self.new or self.old or ""
 
+    @property
+    def created(self) -> bool:
+        "Whether the patch puts this file at a path that had none: a new file, or the target of a rename or copy."
+        return bool(self.new) and (self.old is None or self.moved)
+
+    @property
+    def names(self) -> list[str]:
+        "Both its paths: which one a tool writes may differ (`git apply` the new one, `patch` the one that exists)."
+        return [p for p in dict.fromkeys((self.new, self.old)) if p]
+
 # %% ../../nbs/grading/04k_screen.ipynb #b2ad6e19
 HUNK_HEADER = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
-DIFF_GIT_HEADER = re.compile(r'^diff --git "?a/(.+?)"? "?b/(.+?)"?$')
+BINARY_FILES = re.compile(r"^Binary files (.+) and (.+) differ$")
+C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}  # git's quote.c
+
+# %% ../../nbs/grading/04k_screen.ipynb #5c1e0a01
+def c_unquote(text: str) -> tuple[str, str] | None:
+    'The path a C-quoted `text` spells as git decodes it (octal bytes, UTF-8, `\\t`, `\\"`...), and the rest after it.'
+    if not text.startswith('"'):
+        return None
+    out, i = bytearray(), 1
+    while i < len(text):
+        c, nxt = text[i], text[i + 1 : i + 2]
+        if c == '"':
+            return out.decode("utf-8", "replace"), text[i + 1 :]
+        if c != "\\":
+            out += c.encode("utf-8", "surrogatepass")
+            i += 1
+        elif re.fullmatch(r"[0-3][0-7]{2}", text[i + 1 : i + 4]):
+            out.append(int(text[i + 1 : i + 4], 8))
+            i += 4
+        elif nxt in C_ESCAPES:
+            out.append(C_ESCAPES[nxt])
+            i += 2
+        else:
+            return None  # git refuses the name
+    return None
 
 # %% ../../nbs/grading/04k_screen.ipynb #464144e2
-def header_path(line: str) -> str | None:
-    "The path of a `--- `/`+++ ` line (None: /dev/null), without its `a/`/`b/` prefix or a timestamp after a tab."
-    p = line[4:].split("\t")[0].strip().strip('"')
+def patch_name(text: str, strip: int = 1) -> str | None:
+    "The path `text` names as `git apply`/`patch -p1` read it: C-quoted, or up to a tab; `strip` leading folders off."
+    q = c_unquote(text.strip())
+    p = q[0] if q else text.split("\t")[0].strip()
     if p == "/dev/null":
         return None
-    return p[2:] if p[:2] in ("a/", "b/") else p
+    return p.split("/", strip)[-1] if strip and "/" in p else p
+
+
+def header_path(line: str) -> str | None:
+    "The path of a `--- `/`+++ ` line (None: /dev/null), without its first folder (`a/`, `b/`) or a timestamp."
+    return patch_name(line[4:])
+
+# %% ../../nbs/grading/04k_screen.ipynb #5c1e0a03
+def git_names(rest: str) -> tuple[str | None, str | None]:
+    "The old and new path of a `diff --git` line (`rest`: what follows `diff --git `), each quoted or not."
+    if q := c_unquote(rest):
+        return patch_name(rest[: len(rest) - len(q[1])]), patch_name(q[1])
+    half = len(rest) // 2  # `a/X b/X`: git splits unquoted names where the two halves name one path
+    if rest[half : half + 1] == " " and patch_name(rest[:half]) == patch_name(rest[half + 1 :]):
+        return patch_name(rest[:half]), patch_name(rest[half + 1 :])
+    for m in re.finditer(' "', rest):  # an unquoted name, then a quoted one
+        if (q := c_unquote(rest[m.start() + 1 :])) and not q[1].strip():
+            return patch_name(rest[: m.start()]), patch_name(rest[m.start() + 1 :])
+    i = rest.find(" b/") if " b/" in rest else rest.find(" ")
+    return (patch_name(rest[:i]), patch_name(rest[i + 1 :])) if i > 0 else (patch_name(rest),) * 2
 
 # %% ../../nbs/grading/04k_screen.ipynb #dc9af783
 def header_line(cur: FileDiff | None, out: list, line: str) -> FileDiff | None:
     "Take one line outside a hunk into the file being read (`cur`); the file being read after it."
-    if m := DIFF_GIT_HEADER.match(line):
-        out.append(cur := FileDiff(m.group(1), m.group(2)))
-    elif line.startswith("--- ") and (cur is None or cur.hunks):  # a plain diff's next file
+    if line.startswith("diff --git "):
+        out.append(cur := FileDiff(*git_names(line[11:])))
+    elif line.startswith("--- ") and (cur is None or cur.hunks or cur.binary):  # a plain diff's next file
         out.append(cur := FileDiff(header_path(line), None))
+    elif (m := BINARY_FILES.match(line)) and (cur is None or cur.hunks or cur.binary):  # a plain diff's binary
+        out.append(cur := FileDiff(patch_name(m.group(1)), patch_name(m.group(2)), binary=True))
     elif cur is None:
         return None
     elif line.startswith("--- "):
@@ -63,6 +123,12 @@ def header_line(cur: FileDiff | None, out: list, line: str) -> FileDiff | None:
         cur.old = None
     elif line.startswith("deleted file mode"):
         cur.new = None
+    elif line.startswith(("rename from ", "copy from ")):
+        cur.old = patch_name(line.split(" ", 2)[2], 0)
+    elif line.startswith(("rename to ", "copy to ")):
+        cur.new, cur.moved = patch_name(line.split(" ", 2)[2], 0), True
+    elif line.startswith(("GIT binary patch", "Binary files ")):
+        cur.binary = True
     elif line.startswith("+"):  # past a hunk's stated length
         cur.added.append(line[1:])
     return cur
@@ -108,10 +174,11 @@ def top_module(path: str) -> str | None:
 
 # %% ../../nbs/grading/04k_screen.ipynb #4e3abb38
 def own_packages(repo: str, files: list) -> set:
-    "The repository's own top-level packages: named by `repo`, and those of the files the patch changes."
+    "The repository's own top-level packages: named by `repo`, and those of the files the patch changes or moves."
     name = repo.split("/")[-1]
     own = REPO_PACKAGES.get(repo, {name, name.replace("-", "_")})
-    return own | {m for f in files if f.old and f.new and (m := top_module(f.old))}
+    changed = [f.old for f in files if f.old and (f.old == f.new or f.moved)]  # a path that must exist to apply
+    return own | {m for p in changed if (m := top_module(p))}
 
 # %% ../../nbs/grading/04k_screen.ipynb #4e64565b
 def runner_code(path: str, own: set) -> bool:
@@ -121,6 +188,7 @@ def runner_code(path: str, own: set) -> bool:
 
 # %% ../../nbs/grading/04k_screen.ipynb #024164b0
 MODULE_FACTS = "(__spec__|__file__|__name__|__package__|__loader__)"  # what a module says about itself
+IN_LITERAL = r"""^(?:[^'"]*(?P<q>['"])(?:(?!(?P=q)).)*(?P=q))*?[^'"]*(?P<o>['"])(?:(?!(?P=o)).)*"""  # into a literal
 
 # %% ../../nbs/grading/04k_screen.ipynb #6924c9c2
 RUNNER_RULES = (  # (pattern, the package it belongs to, where it applies, why)
@@ -132,7 +200,7 @@ RUNNER_RULES = (  # (pattern, the package it belongs to, where it applies, why)
         "defines pytest hooks or plugins",
     ),
     (
-        r"^\s*(import|from)\s+pytest\b|\bPYTEST_[A-Z_]+|['\"]pytest['\"]",
+        rf"^\s*(import|from)\s+pytest\b|\bPYTEST_[A-Z_]+|{IN_LITERAL}(?i:pytest)",  # in any case: .upper() it
         "pytest",
         "source",
         "imports or detects pytest",
@@ -151,9 +219,13 @@ RUNNER_RULES = (  # (pattern, the package it belongs to, where it applies, why)
 # %% ../../nbs/grading/04k_screen.ipynb #45f9f089
 REACHING_RULES = (  # (pattern, why): what code outside the tests has no business doing
     (
-        r"\bsys\._(getframe|current_frames)\b|\binspect\.(currentframe|stack|getouterframes|trace)\b"
-        r"|\btraceback\.walk_stack\b|\.f_(back|locals|globals)\b",
+        r"\b(_getframe|_current_frames|currentframe|getouterframes|(extract|format|print|walk)_stack)\b"
+        r"|\binspect\.(stack|trace)\b|\bfrom\s+inspect\s+import\b.*\b(stack|trace)\b|\.f_(back|locals|globals)\b",
         "reads the callers' frames",
+    ),
+    (
+        r"^(?=.*\b(environ|getenv)\b).*(\.(upper|lower|casefold|swapcase)\(|\[::-1\]|\bchr\(|\bfromhex\(|\w85decode\()",
+        "reads the environment under a name it builds (a test runner's variable in another spelling)",
     ),
     (r"\bgc\.get_(referrers|referents|objects)\b", "searches the interpreter's live objects with gc"),
     (
@@ -198,6 +270,47 @@ def code_flags(path: str, added: list, own: set, test: bool = False) -> list[str
                 out[why] = f"{path}: the patch adds code that {why}: {line.strip()[:80]}"
     return list(out.values())
 
+# %% ../../nbs/grading/04k_screen.ipynb #5c1e0a06
+FROM_IMPORT = re.compile(r"(?:^|[;:])\s*from\s+(\.*[\w.]*)\s+import\s+(\([^)]*\)|[^\n#;]+)", re.M)
+PLAIN_IMPORT = re.compile(r"(?:^|[;:])\s*import\s+([^\n#;]+)", re.M)
+DYNAMIC_IMPORT = re.compile(r"\b(?:import_module|__import__)\(\s*[rbu]?['\"]([\w.]+)['\"]")
+
+# %% ../../nbs/grading/04k_screen.ipynb #5c1e0a07
+def module_names(path: str) -> set[str]:
+    "The dotted names a module at `path` may be imported as: from the root or any folder above it on `sys.path`."
+    parts = list(PurePosixPath(path).with_suffix("").parts)
+    parts = parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts
+    return {".".join(parts[i:]) for i in range(len(parts))}
+
+
+def imported_names(path: str, added: list) -> set[str]:
+    "The dotted names the `added` lines of `path` import, with their parent packages (relative imports resolved)."
+    text, pkg, out = "\n".join(added), PurePosixPath(path).parent.parts, set()
+    for m in FROM_IMPORT.finditer(text):
+        dots = len(m.group(1)) - len(m.group(1).lstrip("."))
+        base = ".".join([*pkg[: len(pkg) - dots + 1], m.group(1)[dots:]] if dots else [m.group(1)]).strip(".")
+        names = m.group(2).strip("() \n").replace("\n", " ").split(",")
+        out |= {base} | {f"{base}.{n.split()[0]}".strip(".") for n in names if n.split()}
+    for m in PLAIN_IMPORT.finditer(text):
+        out |= {n.split()[0] for n in m.group(1).split(",") if n.split()}
+    out |= set(DYNAMIC_IMPORT.findall(text))
+    return {".".join(n.split(".")[:i]) for n in out for i in range(1, n.count(".") + 2) if n}
+
+# %% ../../nbs/grading/04k_screen.ipynb #5c1e0a09
+def library_helpers(files: list, tests: set) -> set[str]:
+    "The test-folder modules of the patch (not of the task's test patch) its library code imports, directly or not."
+    helpers = {f.new: f for f in files if f.new and is_test_file(f.new) and f.new not in tests}
+    todo = [f for f in files if f.new and not all(is_test_file(p) for p in f.names)]
+    found = set()
+    while todo:
+        f = todo.pop()
+        wanted = imported_names(f.new, f.added)
+        for path, h in helpers.items():
+            if path not in found and module_names(path) & wanted:
+                found.add(path)
+                todo.append(h)
+    return found
+
 # %% ../../nbs/grading/04k_screen.ipynb #a14c9349
 SHADOWED = SHADOW_MODULES | frozenset(
     "pygments hypothesis _hypothesis_pytestplugin nose mock coverage pytest_cov pytest_xdist".split()
@@ -205,6 +318,7 @@ SHADOWED = SHADOW_MODULES | frozenset(
 
 # %% ../../nbs/grading/04k_screen.ipynb #b47fd0de
 STARTUP = ("sitecustomize", "usercustomize")
+CODE_SUFFIXES = (".py", ".pyx", ".pxd", ".pxi", ".pyi", ".pyw", ".pth", ".so", ".pyd", ".pyc", ".pyo")
 
 # %% ../../nbs/grading/04k_screen.ipynb #78deca80
 def new_top_module(path: str) -> str | None:
@@ -219,13 +333,15 @@ def new_top_module(path: str) -> str | None:
 def file_flag(f: FileDiff, own: set, shadowed: frozenset = SHADOWED) -> str | None:
     "`path: why` when the file `f` of a patch is flagged by its name, else None."
     path, p = f.path, PurePosixPath(f.path)
+    if f.binary and f.new and (p.suffix in CODE_SUFFIXES or path_class(path)):
+        return f"{path}: a binary patch to a code or start-up file writes code no screen reads"
     if p.suffix == ".pth":
         return f"{path}: a .pth file runs at interpreter start-up"
     if any(c.split(".")[0] in STARTUP for c in p.parts):
         return f"{path}: {p.name} runs at interpreter start-up"
     if p.name == "conftest.py" and not is_test_file(str(p.parent / "x.py")):
         return f"{path}: a conftest.py outside the test folders steers pytest for the whole tree"
-    m = new_top_module(path) if f.old is None and f.new and not is_test_file(path) else None
+    m = new_top_module(path) if f.created and not is_test_file(path) else None  # renamed or copied there too
     if m in shadowed - own:
         return f"{path}: a new top-level module {m} shadows the installed or standard-library {m}"
     return None
@@ -235,12 +351,14 @@ def screen_patch(patch: str, repo: str = "", test_files=None, installed=None) ->
     "`path: why` for what the text of `patch` adds that reaches into the test runner or shadows an installed module."
     files, tests = file_diffs(patch), set(test_files or ())
     own, shadowed = own_packages(repo, files), SHADOWED | frozenset(installed or ())
-    out = []
+    helpers, out = library_helpers(files, tests), []
     for f in files:
         if why := file_flag(f, own, shadowed):
             out.append(why)
-        if f.new and f.new.endswith((".py", ".pyx")) and f.new not in tests:
-            out += code_flags(f.new, f.added, own, is_test_file(f.new))
+        code = [p for p in f.names if p.endswith((".py", ".pyx"))]  # either name: the tools disagree on which
+        if f.new and code and not set(f.names) <= tests:
+            path = next((p for p in code if not is_test_file(p) or p in helpers), code[0])
+            out += code_flags(path, f.added, own, is_test_file(path) and path not in helpers)
     return out
 
 # %% ../../nbs/grading/04k_screen.ipynb #790f2f23
@@ -272,6 +390,6 @@ def installed_modules(s) -> set[str]:
 # %% ../../nbs/grading/04k_screen.ipynb #376e178c
 def screen_session(s, task, patch: str) -> list[str]:
     "`screen_patch` of `patch` for `task` in the open session `s`, the env's installed names read only for a new file."
-    adds = any(f.old is None and f.new for f in file_diffs(patch))
+    adds = any(f.created for f in file_diffs(patch))
     tests = {f.path for f in file_diffs(task.test_patch or "")}
     return screen_patch(patch, task.repo, tests, installed_modules(s) if adds else ())
