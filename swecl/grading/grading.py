@@ -248,6 +248,11 @@ def apply_step(
         return None
     if line := git_dir_line(patch):
         return refuse(g, f".git: the patch writes inside the repository's .git folder ({line[:100]})")
+    try:
+        patch.encode("utf-8")
+    except UnicodeEncodeError as e:  # a lone surrogate (JSON allows '\ud800'): no tool can write it, the model's output
+        g.notes.append(f"patch N/A: it is no UTF-8 text ({e.reason} at character {e.start})")
+        return None
     state, before = git_state(s), untracked(s)
     g.apply_method, log = apply_patch(s, patch)
     logs.append(log)
