@@ -353,7 +353,122 @@ for _f in _glob.glob(".swecl-witness-*/records"):
 }
 TAMPERS = {n: {INIT: ("append", code)} for n, code in TAMPERS.items()}
 
-ATTACKS = {**{n: f for n, (f, _) in SHADOWS.items()}, **HOOKS, **XFAILS, **TAMPERS}
+# family 5: the witness's writer, its helpers, the runner's machinery and its plugin manager reached past the witness's
+# fingerprints: through a closure's cells, swapped for one test and put back, or from a thread (issue #49, holes 13-16)
+WITNESS_FN = """
+import gc as _gc
+import types as _types
+
+
+def _witness_fn(name):
+    for o in _gc.get_objects():
+        if isinstance(o, _types.FunctionType) and o.__code__.co_name == name and \\
+                o.__globals__.get("__name__") == "swecl_witness":
+            return o
+
+
+def _cell(fn, name):
+    return fn.__closure__[fn.__code__.co_freevars.index(name)]
+"""
+MAKEREPORT = """
+def _mr(item, call):
+    if call.when == "call" and item.name == "test_truncate_exact_width":
+        object.__setattr__(call, "excinfo", None)
+    yield
+"""
+PLUGIN = """
+import gc as _gc
+import importlib as _il
+import types as _types
+
+_ns = {}
+exec(compile(_MAKEREPORT, _FILE, "exec"), _ns)
+_mr = _il.import_module("py" + "test").hookimpl(hookwrapper=True, tryfirst=True)(_ns["_mr"])
+_plugin = _types.SimpleNamespace(**{"pytest_" + "runtest_makereport": _mr})
+_pm = next(o for o in _gc.get_objects() if type(o).__name__ == "Config" and hasattr(o, "pluginmanager")).pluginmanager
+"""
+REACHED = {
+    "the witness's writer wrapped through a closure cell": LOG_LIE
+    + WITNESS_FN
+    + """
+_c = _cell(_witness_fn("pytest_runtest_makereport"), "write")
+_real = _c.cell_contents
+
+
+def _write(msg):
+    kind, data = msg
+    if kind == "phase" and str(data.get("id", "")).endswith("test_truncate_exact_width"):
+        data = dict(data, outcome="passed")
+    return _real((kind, data))
+
+
+_c.cell_contents = _write
+""",
+    "the witness's outcome helper swapped, and put back as it is called": LOG_LIE
+    + WITNESS_FN
+    + """
+_c = _cell(_witness_fn("pytest_runtest_makereport"), "outcome")
+_real = _c.cell_contents
+
+
+def _outcome(item, call, exc):
+    if item.name != "test_truncate_exact_width":
+        return _real(item, call, exc)
+    _c.cell_contents = _real  # put back before any record is written
+    return "passed"
+
+
+_c.cell_contents = _outcome
+""",
+    "the runner's from_call swapped as an earlier test runs, put back as the failing one ends": {
+        WRAP: BASE[WRAP].replace(
+            "    if len(text) < width:",
+            "    _swap_from_call()\n    if len(text) < width:",
+            1,
+        )
+        + """
+
+def _swap_from_call():
+    import sys
+
+    r = sys.modules["_py" + "test.runner"]
+    orig = r.CallInfo.__dict__["from_call"]
+    if getattr(r, "_swapped", False):
+        return
+
+    def from_call(cls, func, when, reraise=None):
+        info = orig.__func__(cls, func, when, reraise)
+        if when == "call" and info.excinfo is not None:
+            object.__setattr__(info, "excinfo", None)
+            r.CallInfo.from_call = orig  # put back: every later record sees the original
+        return info
+
+    r._swapped = True
+    r.CallInfo.from_call = classmethod(from_call)
+"""
+    },
+    "a plugin registered from a threading.Timer": f"_MAKEREPORT, _FILE = {MAKEREPORT!r}, __file__\n"
+    + PLUGIN
+    + """
+import threading as _th
+
+_t = _th.Timer(0.01, _pm.register, args=(_plugin, "textkit-timer"))
+_t.start()
+_t.join()
+""",
+    "a plugin with hooks compiled as <string> registered from a thread": f"_MAKEREPORT, _FILE = {MAKEREPORT!r}, '<string>'\n"
+    + PLUGIN
+    + """
+import threading as _th
+
+_t = _th.Thread(target=_pm.register, args=(_plugin, "textkit-string"))
+_t.start()
+_t.join()
+""",
+}
+REACHED = {n: code if isinstance(code, dict) else {INIT: ("append", code)} for n, code in REACHED.items()}
+
+ATTACKS = {**{n: f for n, (f, _) in SHADOWS.items()}, **HOOKS, **XFAILS, **TAMPERS, **REACHED}
 GUARDED = {n for n, (_, on) in SHADOWS.items() if on} | set(HOOKS) | set(XFAILS) | set(TAMPERS)
 
 
@@ -401,6 +516,16 @@ def test_the_witness_cannot_be_edited_from_the_tests(name, patches, monkeypatch)
     assert name in FLAGGED_ONLY or not g.resolved, (name, g)
 
 
+@pytest.mark.parametrize("name", first_by_default(REACHED))
+def test_the_witness_and_the_runner_reached_in_memory_are_found(name, patches, monkeypatch):
+    "With the guard and the screen off, so that the witness alone must stop them: never counted resolved, always named."
+    without_guard(monkeypatch)
+    g = grading.grade(TASK, patches[name], SB)
+    assert g.error is None and g.infra_reason is None, (name, g.error)
+    assert not counted_resolved(g), (name, g)  # a state unlike the start's flags, as replaced machinery does
+    assert any(f.startswith("witness:") for f in g.suspicious), (name, g.suspicious)
+
+
 CONTROLS = [
     "src/pygments shadows pytest's highlighter",
     "a makereport wrapper registered while the test runs",
@@ -408,6 +533,8 @@ CONTROLS = [
     "an xfail mark added while the test runs",
     "the witness's status table edited through __main__",
     "the test module's attribute lookup replaced",
+    "the runner's from_call swapped as an earlier test runs, put back as the failing one ends",
+    "a plugin registered from a threading.Timer",
 ]
 
 

@@ -197,12 +197,12 @@ def entries_under(tree: dict, paths) -> dict:
             i += 1
     return out
 
-
+# %% ../../nbs/grading/04b_guard.ipynb #93f173db
 def each(cmd: str, words) -> list[str]:
     "A line that runs `cmd` over `words` (batched by xargs, any number of them), or none when there are none."
     return [f"printf '%s\\0' {quoted(words)} | xargs -0 -r {cmd} --"] if words else []
 
-
+# %% ../../nbs/grading/04b_guard.ipynb #9109db76
 def restore_script(tree: dict, paths) -> str:
     "Bash that removes `paths` (files or folders), then writes what `tree` holds at or below them, byte for byte."
     under = entries_under(tree, paths)
@@ -226,19 +226,19 @@ def restore_paths(s, paths, tree: dict | None = None):
     tree = base_tree(s, paths if len(paths) <= 100 else None) if tree is None else tree
     return s.run("bash -s", input=restore_script(tree, paths), max_output=1 << 16, timeout=GUARD_SECONDS)
 
-
+# %% ../../nbs/grading/04b_guard.ipynb #4ec62682
 def restore_raw(s, path: str):
     "`path` (file or folder) exactly as stored at the base commit, through no filter or attribute; removed if absent."
     restore_paths(s, [path])
 
-
+# %% ../../nbs/grading/04b_guard.ipynb #744a4960
 def info_root(path: str) -> str:
     "What restoring `path` restores: the whole `*.dist-info`/`*.egg-info` folder it is in, else `path` itself."
     parts = PurePosixPath(path).parts
     info = next((i for i, c in enumerate(parts) if c.endswith((".dist-info", ".egg-info"))), None)
     return "/".join(parts[: info + 1]) if info is not None else path
 
-
+# %% ../../nbs/grading/04b_guard.ipynb #d35332b3
 def restore(s, path: str):
     "Put `path` (file or folder) back as it is at the session's base commit (see `restore_paths`)."
     restore_raw(s, info_root(path))

@@ -135,17 +135,17 @@ def read_judged(root: Path):
 def is_bytecode(path: str) -> bool:
     return "__pycache__" in path.split("/") or path.endswith((".pyc", ".pyo"))
 
-
+# %% ../../nbs/grading/04l_layer.ipynb #13c70508
 def is_metadata(path: str) -> bool:
     return any(c.lower().endswith((".dist-info", ".egg-info")) for c in path.split("/"))
 
-
+# %% ../../nbs/grading/04l_layer.ipynb #6c264a92
 def judged_text(s, path: str) -> str | None:
     "The whole text of the working copy's `path` as the sandbox reads it; None past `MAX_JUDGED_BYTES` (never cut)."
     r = s.run(f"cat -- {shlex.quote(path)}", max_output=MAX_JUDGED_BYTES)
     return r.output if r.exit_code == 0 and r.nbytes <= MAX_JUDGED_BYTES else None
 
-
+# %% ../../nbs/grading/04l_layer.ipynb #3604e583
 def tree_install_findings(s, written: list, scripts=()) -> list[str]:
     "Findings on the working-copy files the install step wrote (`written`), each finding undone."
     found = guard_tree(s, [p for p in written if not is_bytecode(p) and not is_metadata(p)], scripts)

@@ -15,15 +15,17 @@ from dataclasses import dataclass, field
 
 from ..base.core import package_file
 from ..sandbox.isolation import RunResult
+from ..tasks.repos import SAFE_GIT
 
 # %% auto #0
 __all__ = ['WITNESS_FILE', 'RUNNER', 'RATCHET', 'STATUS_LINES', 'LINE_CHARS', 'S', 'N', 'SHAPES', 'ONCE', 'RUNTEST_HOOKS',
-           'AFTER', 'MAX_NAMED', 'MAX_FINDINGS', 'is_named', 'PASSING', 'TEST_ID_SHAPE', 'MARK_WORDS', 'indent',
-           'RECORDS_CHARS', 'witnessed_command', 'runner_kind', 'next_key', 'sign', 'Witness', 'parse_line', 'signed',
-           'signed_records', 'Garbled', 'strs', 'grouped', 'read_ends', 'collected_tests', 'plugin_findings',
-           'call_taints', 'phase_status', 'read_phases', 'finish_findings', 'read_tests', 'read_records', 'witnessable',
-           'test_parts', 'new_side', 'decorators', 'marked_in', 'test_patch_marks', 'unmarked_xfails', 'xfail_findings',
-           'witness_findings', 'run_witnessed']
+           'CHANGED', 'AFTER', 'MAX_NAMED', 'MAX_FINDINGS', 'is_named', 'PASSING', 'TEST_ID_SHAPE', 'MARK_WORDS',
+           'indent', 'RECORDS_CHARS', 'witnessed_command', 'runner_kind', 'next_key', 'sign', 'Witness', 'parse_line',
+           'signed', 'signed_records', 'Garbled', 'strs', 'grouped', 'read_ends', 'collected_tests', 'allowed_conftest',
+           'plugin_findings', 'state_findings', 'call_taints', 'phase_status', 'read_phases', 'finish_findings',
+           'read_tests', 'read_records', 'witnessable', 'test_parts', 'new_side', 'decorators', 'marked_in',
+           'test_patch_marks', 'unmarked_xfails', 'xfail_findings', 'witness_findings', 'task_conftests',
+           'run_witnessed']
 
 # %% ../../nbs/grading/04h_witness.ipynb #0e6115aa
 WITNESS_FILE = package_file("witness", "swecl_witness.py")
@@ -86,6 +88,7 @@ class Witness:
     void: bool = False  # the tests wrote into the records: no test counts as passed
     fail_to_pass: list = field(default_factory=list)  # the task's, for `xfail_findings` (set by `run_witnessed`)
     test_patch: str = ""
+    conftests: set | None = None  # conftest.py paths of the base commit and the test patch (None: any conftest.py)
 
 # %% ../../nbs/grading/04h_witness.ipynb #ae97161e
 LINE_CHARS = 32 << 20  # a record longer than this is not the witness's
@@ -137,11 +140,13 @@ SHAPES = {  # each kind of record and its fields; a signed record of another sha
     "start": {"runner": S, "roots": list, "found": list},
     "runner": {"found": list, "machinery": dict},
     "collected": {"tests": list, "hooks": dict, "runtest": (S, N), "reruns": bool},
-    "plugin": {"name": S, "by": (S, N), "late": bool, "hooks": list},
+    "plugin": {"name": S, "by": (S, N), "late": bool, "hooks": list, "thread": bool, "files": list, "trusted": bool},
     "calling": {"id": S, "outer": S, "core": S, "wrapped_here": bool},
     "phase": {"id": S, "when": S, "outcome": S},
     "finish": {"tests": list, "hooks": dict},
     "end": {"machinery": dict, "late": list, "found": list},
+    "state": {"id": S},  # the witness's own code or the runner's machinery not as at the start, as a hook began
+    "forged": {"kind": S, "by": S},  # a record asked for by code that is not the witness's own
 }
 ONCE = ("start", "runner", "collected", "finish", "end")
 
@@ -200,16 +205,45 @@ RUNTEST_HOOKS = {"pytest_runtest_protocol", "pytest_runtest_logstart", "pytest_r
                  "pytest_runtest_logfinish", "pytest_pyfunc_call", "pytest_report_teststatus"}  # fmt: skip
 
 # %% ../../nbs/grading/04h_witness.ipynb #99993760
+def allowed_conftest(w: Witness, path: str | None, roots: list) -> bool:
+    "Whether `path` is a conftest.py the base commit or the task's test patch has (any conftest.py, if not known)."
+    if not path or path.rsplit("/", 1)[-1] != "conftest.py":
+        return False
+    rel = next((path[len(r) + 1 :] for r in roots if path.startswith(r.rstrip("/") + "/")), None)
+    return w.conftests is None or rel in w.conftests
+
+# %% ../../nbs/grading/04h_witness.ipynb #9d92ae0e
 def plugin_findings(w: Witness, g: dict) -> int | None:
-    "Plugins the code under test registered, or anyone did after collection; the first record after one that hooks tests."
-    after = None
+    "Plugins registered other than by pytest's loading or a conftest's; the first record after one that hooks tests."
+    after, roots = None, strs(g["start"][0][1]["roots"]) if g["start"] else []
     for seq, d in g["plugin"]:
-        hooks = strs(d["hooks"])
-        who = f"by {d['by']}" if d["by"] else "after collection"
-        w.findings.append(f"a plugin {d['name'][:80]!r} was registered {who} (hooks: {', '.join(hooks) or 'none'})")
+        hooks, files, by = strs(d["hooks"]), strs(d["files"]), d["by"]
+        whys = [f"by {by}"] * (by is not None and not allowed_conftest(w, by, roots))
+        whys += [f"with hooks in {f}" for f in files if f != by and not allowed_conftest(w, f, roots)][:3]
+        whys += ["by no code of the runner or the working copy"] * (by is None and not d["trusted"])
+        whys += ["from a thread"] * d["thread"] + ["after collection"] * d["late"]
+        if not whys:
+            continue
+        hooked = ", ".join(hooks) or "none"
+        w.findings.append(f"a plugin {d['name'][:80]!r} was registered {', '.join(whys)} (hooks: {hooked})")
         if RUNTEST_HOOKS & set(hooks) and after is None:
             after = seq
     return after
+
+# %% ../../nbs/grading/04h_witness.ipynb #5a7e0c31
+CHANGED = "the runner's machinery or the witness's own code was not as at its start"
+
+
+def state_findings(w: Witness, g: dict):
+    "Records whose state (the witness's code, the runner's machinery, its file) differs from the runner record's: a flag."
+    base = g["runner"][0][1].get("state") if g["runner"] else None
+    if not isinstance(base, str):
+        return
+    off = sorted((s, k, d) for k, recs in g.items() if k != "start" for s, d in recs if d.get("state", base) != base)
+    tests = sorted({d["id"] for _, _, d in off if isinstance(d.get("id"), str)})
+    named = f", as {len(tests)} test(s) ran: {', '.join(tests[:3])}" + ", ..." * (len(tests) > 3) if tests else ""
+    if off:
+        w.findings.append(f"{CHANGED} in {len(off)} record(s), the first its {off[0][1]} record ({off[0][0]}){named}")
 
 # %% ../../nbs/grading/04h_witness.ipynb #ed326264
 def call_taints(g: dict, coll: list | None) -> dict:
@@ -287,6 +321,7 @@ def read_tests(w: Witness, g: dict):
     coll = collected_tests(g)
     after = plugin_findings(w, g)
     taint = call_taints(g, coll)
+    state_findings(w, g)
     order, phases = read_phases(w, g, coll, taint, after)
     finish_findings(w, g, coll)
     lines = STATUS_LINES.get(w.runner or "pytest", STATUS_LINES["pytest"])
@@ -297,14 +332,19 @@ def read_tests(w: Witness, g: dict):
     w.findings += why[:MAX_NAMED] + [f"... and {len(why) - MAX_NAMED} more"] * (len(why) > MAX_NAMED)
 
 # %% ../../nbs/grading/04h_witness.ipynb #fcea03fd
-def read_records(text: str, key: str) -> Witness:
+def read_records(text: str, key: str, conftests: set | None = None) -> Witness:
     "The `Witness` of a records file's text; what the tests could have written there is a finding, never an exception."
-    w = Witness()
+    w = Witness(conftests=conftests)
     try:
         records, w.problems = signed_records(text, key)
         w.void = bool(w.problems)
         w.runner = next((d["runner"] for _, k, d in records if k == "start" and is_named(d, "runner")), None)
         g = grouped(records)
+        for _, d in g["forged"][:1]:  # the witness's writer called, or wrapped, by code under test
+            w.void = True
+            w.problems.append(
+                f"code that is not the witness's asked it for a record ({d['kind']} from {d['by'][:200]})"
+            )
         read_ends(w, g)
         read_tests(w, g)
     except Exception as e:  # the file is the test process's to write: any failure on it is the patch's finding
@@ -445,6 +485,18 @@ def witness_findings(w: Witness | None, log: dict, seen: dict, expected: list) -
 # %% ../../nbs/grading/04h_witness.ipynb #0f6e4faf
 RECORDS_CHARS = 64 << 20
 
+# %% ../../nbs/grading/04h_witness.ipynb #6c1d2e47
+def task_conftests(s) -> set | None:
+    "The conftest.py paths of the session's base commit and of its task's test patch (None: no base commit known)."
+    base, task = getattr(s, "base", None), getattr(s, "task", None)
+    if not isinstance(base, str) or not base:
+        return None
+    r = s.run(f"{SAFE_GIT} ls-tree -r --name-only {base}", max_output=1 << 26)
+    if r.exit_code:
+        return None
+    names = set(r.output.splitlines()) | set(new_side(getattr(task, "test_patch", None) or ""))
+    return {n for n in names if n.rsplit("/", 1)[-1] == "conftest.py"}
+
 # %% ../../nbs/grading/04h_witness.ipynb #c20819dd
 def run_witnessed(s, cmd: str, max_output: int) -> tuple[RunResult, Witness | None]:
     "Run the test command `cmd` in session `s` with its runner under the witness; (result, witness or None)."
@@ -456,7 +508,7 @@ def run_witnessed(s, cmd: str, max_output: int) -> tuple[RunResult, Witness | No
     key = secrets.token_hex(32)
     r = s.run(wcmd, max_output=max_output, input=key + "\n")
     records = s.run(f"cat -- {folder}/records 2>/dev/null; rm -rf -- {folder}", max_output=RECORDS_CHARS)
-    w = read_records(records.output, key)
+    w = read_records(records.output, key, task_conftests(s))
     w.runner = w.runner if isinstance(w.runner, str) else runner_kind(cmd)  # void from the start: the command's
     if (task := getattr(s, "task", None)) is not None:  # for `unmarked_xfails`: the witness's findings need the task's
         w.fail_to_pass, w.test_patch = list(task.FAIL_TO_PASS), task.test_patch or ""

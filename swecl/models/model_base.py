@@ -266,7 +266,7 @@ def _no_time_to_retry(e: Exception, msg, what: str, tries: int) -> ModelError:
         "(infrastructure, not the attempt's time)."
     )
 
-
+# %% ../../nbs/models/05a_model_base.ipynb #a97b0e92
 def with_retries(
     call: Callable,
     classify: Callable,

@@ -292,7 +292,7 @@ def layer_timed(f):
     timed.__annotations__, timed.__wrapped__ = f.__annotations__, f  # `patch` reads the class from the annotations
     return timed
 
-
+# %% ../../nbs/sandbox/03_sandbox.ipynb #433b4b77
 ENV_LAYER = "env-layer"  # in a session's folder: its own layer of the env (env/, and upper/ and work/ of an overlay)
 
 
@@ -425,7 +425,7 @@ def written_bytecode(self: LocalSession) -> list[bytes]:
                 found += [os.fsencode(name)] if since is None or fresh else []  # any name: bytes
     return found
 
-
+# %% ../../nbs/sandbox/03_sandbox.ipynb #ab498e96
 @patch
 @layer_timed
 def drop_written_bytecode(self: LocalSession) -> int:

@@ -35,20 +35,75 @@ def next_key(key):
     return sha256(RATCHET + key).digest()
 
 
-class Records(object):
-    "Numbered JSON lines [body, mac] appended to a file, body the JSON text of [seq, kind, data], each key used once."
+def signer(fd, path, key, token):
+    """The record writer's state, in a generator's frame: its key, number and file are locals no attribute, closure cell
+    or namespace of any object holds, and what it calls is bound here, before any project code runs. Each record is
+    numbered JSON [body, mac], body the JSON text of [seq, kind, data], each key used once; data gains `state`, a digest
+    of the witness's own code and of the runner's machinery as the record is written. A record asked for by code that
+    is not the witness's own (a test that found the writer in memory, a wrapper put in its place) is written as
+    'forged'; the message (None, id) only takes the digest, and records a 'state' if it differs from the start's."""
+    seq, pid, codes, fns, cells, watched, ns, base, moved = 0, os.getpid(), frozenset(), (), (), (), None, None, False
+    getpid, getframe, fstat, stat, open_, enc, mac, sha, out = os.getpid, sys._getframe, os.fstat, os.stat, os.open, \
+        dumps, hmac_new, sha256, os_write
+    look, idof, hashof, tup, strof, ga, isdict, ratchet = raw, id, hash, tuple, str, getattr, dict, RATCHET
+    flags, st = os.O_WRONLY | os.O_CREAT | os.O_APPEND, fstat(fd)
+    ino, size = st.st_ino, st.st_size
+    while True:
+        kind, data = yield
+        if getpid() != pid:  # a forked child (multiprocessing) holds a copy of this state: it records nothing
+            continue
+        try:
+            caller = getframe(1).f_code
+            if kind is token and not fns:  # main's, once, before any project code: what each state covers
+                codes, fns, cells, ns, watched = data
+                continue
+            if (codes and idof(caller) not in codes) or kind is token:
+                kind, data = "forged", {"kind": strof(kind)[:40], "by": strof(caller.co_filename)}
+            try:  # the file: still the one at `path`, and no line in it that the witness did not write
+                st, at = fstat(fd), stat(path).st_ino
+            except OSError:
+                st, at = None, None
+            if st is None or st.st_ino != ino or st.st_size != size or at != ino:
+                moved, size = True, st.st_size if st is not None else size
+                if at is not None and at != ino:  # replaced under its name: write on in what the harness reads
+                    fd, ino = open_(path, flags, 0o600), at
+                    size = fstat(fd).st_size
+            parts = [moved]
+            for f, c, dd, kd in fns:
+                parts.append(f.__code__ is c and f.__defaults__ is dd and f.__kwdefaults__ is kd)
+            for c, v in cells:
+                try:
+                    parts.append(c.cell_contents is v)
+                except ValueError:
+                    parts.append(None)
+            for v in ns.values() if ns is not None else ():  # no comprehension: it would make its names cells
+                parts.append(idof(v))
+            for o, n in watched:
+                v = look(o, n)
+                parts += (idof(v), idof(ga(ga(v, "__func__", v), "__code__", None)))
+            state = "%x" % (hashof(tup(parts)) & 0xFFFFFFFFFFFFFFFF)
+            if kind is None:  # a look only: recorded if it differs from the start
+                if base is None or state == base:
+                    continue
+                kind, data = "state", {"id": strof(data)}
+            if kind == "runner":
+                base = state
+            if isdict(data):
+                data["state"] = state
+            body = enc([seq, kind, data], sort_keys=True, default=repr)
+        except Exception as e:
+            body = enc([seq, "unwritable", {"error": type(e).__name__}])
+        line = (enc([body, mac(key, body.encode("utf-8"), sha).hexdigest()]) + "\n").encode("utf-8")
+        out(fd, line)  # the signed text itself, verbatim
+        key, seq, size = sha(ratchet + key).digest(), seq + 1, size + len(line)
 
-    def __init__(self, path, key):
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self.key, self.seq, self.pid = key, 0, os.getpid()
 
-    def write(self, kind, data):
-        if os.getpid() != self.pid:  # a forked child (multiprocessing) holds a copy of this state: it records nothing
-            return
-        body = dumps([self.seq, kind, data], sort_keys=True, default=repr)
-        mac = hmac_new(self.key, body.encode("utf-8"), sha256).hexdigest()
-        os_write(self.fd, (dumps([body, mac]) + "\n").encode("utf-8"))  # the signed text itself, verbatim
-        self.key, self.seq = next_key(self.key), self.seq + 1
+def make_writer(path, key):
+    "(write, token): write((kind, data)) appends a record; write((token, own_watch(...))) says, once, what it covers."
+    token = object()
+    gen = signer(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), path, key, token)
+    next(gen)
+    return gen.send, token
 
 
 def read_key():
@@ -116,6 +171,10 @@ MACHINERY = (  # what runs tests and reports outcomes; the code under test has n
                   "hmac.HMAC.hexdigest", "hmac.HMAC.update")),
 )
 
+# what each record's state covers, as well as the witness itself: the runner's running and reporting. A test may mock a
+# builtin or an assertion for its call and put it back in its teardown, after its record: those are compared at the end
+PER_RECORD = ("_pytest.", "pluggy.", "unittest.case.TestCase.run", "unittest.case.TestCase.__call__", "unittest.result.",
+              "unittest.runner.", "unittest.suite.")
 STDLIB = os.path.dirname(os.path.abspath(os.__file__))
 
 
@@ -151,6 +210,7 @@ class Integrity(object):
         # imported after their start, and a unittest module kept alive across them changes what later tests see): its
         # functions, found only at the end, must still be the standard library's
         self.later = tuple(n for n, o in self.owners if o is None and n.startswith("unittest."))
+        self.per_record = tuple(o[:2] for n, o in self.owners if o is not None and n.startswith(PER_RECORD))
 
     def now(self):
         return dict((n, fingerprint(raw(o[0], o[1])) if o is not None else "-") for n, o in self.owners)
@@ -159,6 +219,38 @@ class Integrity(object):
         found = [(n, resolve(n)) for n in self.later]
         out = [n for n, o in found if o is not None and not stdlib_code(raw(o[0], o[1]))]
         return out + ["sys.modules['%s']" % m for m, mod in self.modules if sys.modules.get(m) is not mod]
+
+
+def own_watch(ns, more, integrity):
+    """What each record's state covers of the witness itself, and who may ask for a record: (the ids of the witness's
+    code objects, each function with its code and defaults, each closure cell with its content, its namespace, the
+    runner's machinery). Taken before any project code runs, from the namespace, `more` and the machinery's own."""
+    own_file, todo, seen, fns, cells, codes = ns["__file__"], list(more), set(), [], [], []
+    for v in list(ns.values()) + [raw(o[0], o[1]) for n, o in integrity.owners if o is not None]:
+        todo += list(TYPE_DICT(v).values()) if isinstance(v, type) and v.__module__ == ns["__name__"] else [v]
+    while todo:
+        f = todo.pop()
+        f = getattr(f, "__func__", f)  # a method, a classmethod or staticmethod: its function
+        if not isinstance(f, types.FunctionType) or id(f) in seen or f.__code__.co_filename != own_file:
+            continue
+        seen.add(id(f))
+        fns.append((f, f.__code__, f.__defaults__, f.__kwdefaults__))
+        for c in f.__closure__ or ():
+            try:
+                cells.append((c, c.cell_contents))
+                todo.append(c.cell_contents)
+            except ValueError:  # a name its function assigns later
+                pass
+    codes_todo = [f.__code__ for f, _, _, _ in fns]
+    while codes_todo:
+        c = codes_todo.pop()
+        codes.append(c)
+        codes_todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    KEEP.append(codes)  # alive for the run: an id is never another code's
+    return frozenset(id(c) for c in codes), tuple(fns), tuple(cells), ns, integrity.per_record
+
+
+KEEP = []
 
 
 def under(path, roots):
@@ -431,24 +523,61 @@ def test_entry(item, roots):
             oddities(item, fn, roots) if fn is not None else []]
 
 
+LOADERS = ("import_plugin", "_importconftest", "consider_conftest", "consider_module", "consider_env",
+           "consider_preparse", "consider_pluginarg", "_import_plugin_specs", "load_setuptools_entrypoints",
+           "_try_load_conftest", "_getconftestmodules", "pytest_load_initial_conftests")  # pytest loading its plugins
+
+
 def registrar(frame, roots, runner_dirs, own):
-    "The file of the working copy whose code registered a plugin (None: pytest, a plugin, a conftest.py did)."
+    """Who registered a plugin, from the stack of the hook it calls: (the first file of the working copy on it, or None;
+    whether pytest's own loading of a conftest, an entry point or a `-p` made it; whether what called `register` is
+    installed code that calls a `register` itself, not a thread's start, a callback or a frame of the working copy)."""
+    while frame is not None and frame.f_code.co_name != "register":  # up through pluggy to the registration
+        frame = frame.f_back
+    while frame is not None and frame.f_code.co_name == "register":  # pytest's register calls pluggy's
+        frame = frame.f_back
+    caller = frame.f_code if frame is not None else None
+    cf = caller.co_filename if caller is not None else "<none>"
+    trusted = "register" in caller.co_names and not cf.startswith("<") and (
+        not under(cf, roots) or in_runner(os.path.abspath(cf), runner_dirs)) if caller is not None else False
     while frame is not None:
         f = frame.f_code.co_filename
         a = os.path.abspath(f) if not f.startswith("<") else None
-        if a and a != own and under(a, roots) and not any(a.startswith(d + os.sep) for d in runner_dirs):
-            return None if os.path.basename(a) == "conftest.py" else a
+        if a and a != own and under(a, roots) and not in_runner(a, runner_dirs):
+            return a, False, trusted
+        if frame.f_code.co_name in LOADERS and (a is None or not under(a, roots) or in_runner(a, runner_dirs)):
+            return None, True, trusted
         frame = frame.f_back
-    return None
+    return None, False, trusted
 
 
-def pytest_plugin(pytest, records, roots, runner_dirs, own):
+def in_runner(path, runner_dirs):
+    return any(path.startswith(d + os.sep) for d in runner_dirs)
+
+
+def hook_files(plugin, names, roots, runner_dirs, own):
+    "The files of the working copy (not the runner's, not the witness's) that hold the code of a plugin's hooks."
+    out = set()
+    for n in names:
+        try:
+            f = code_file(innermost(getattr(plugin, n, None)))
+        except Exception:
+            f = None
+        if f and f != own and under(f, roots) and not in_runner(f, runner_dirs):
+            out.add(f)
+    return sorted(out)
+
+
+def pytest_plugin(pytest, write, roots, runner_dirs, own):
     "A plugin that records collection, each test's call and phases, plugins registered by the code under test, the end."
     skip_exc = getattr(getattr(pytest, "skip", None), "Exception", None)
     xfail_exc = getattr(getattr(pytest, "xfail", None), "Exception", None)
     xfail = getattr(pytest, "xfail", None)  # pytest's own, taken before project code: a function, or (pytest 8) a callable
     xfail_code = getattr(xfail, "__code__", None) or getattr(getattr(type(xfail), "__call__", None), "__code__", None)
     state = {"pm": None, "items": ()}  # never trusted: the records already hold what was seen
+    import _thread
+
+    get_ident, main_thread, getframe = _thread.get_ident, _thread.get_ident(), sys._getframe
 
     def outcome(item, call, exc):
         marked = marked_xfail(item)
@@ -466,40 +595,44 @@ def pytest_plugin(pytest, records, roots, runner_dirs, own):
         return runtest_digest(pm) if pm is not None else None
 
     def pytest_plugin_registered(plugin, manager):
-        by = registrar(sys._getframe(1), roots, runner_dirs, own)
-        if by is not None or state["pm"] is not None:  # by the code under test, or after collection
-            hooks = sorted(n for n in dir(plugin) if n.startswith("pytest_"))
-            records.write("plugin", {"name": str(manager.get_name(plugin)), "by": by, "late": state["pm"] is not None,
-                                     "hooks": hooks})
+        "Every registration pytest's loading did not make, from a thread, by the working copy or after collection."
+        thread, late = get_ident() != main_thread, state["pm"] is not None
+        by, loading, trusted = registrar(getframe(1), roots, runner_dirs, own)
+        hooks = sorted(n for n in dir(plugin) if n.startswith("pytest_"))
+        files = hook_files(plugin, hooks, roots, runner_dirs, own)
+        if thread or late or not loading and (by is not None or files or not trusted):
+            write(("plugin", {"name": str(manager.get_name(plugin)), "by": by, "late": late, "hooks": hooks,
+                              "thread": thread, "files": files, "trusted": trusted}))
 
     def pytest_collection_finish(session):
         pm, items = session.config.pluginmanager, tuple(session.items)
         has = getattr(pm, "hasplugin", None) or getattr(pm, "has_plugin", lambda n: False)
-        records.write("collected", {"tests": [test_entry(i, roots) for i in items], "hooks": hook_table(pm),
-                                    "runtest": runtest_hooks(pm), "reruns": bool(has("rerunfailures"))})
+        write(("collected", {"tests": [test_entry(i, roots) for i in items], "hooks": hook_table(pm),
+                             "runtest": runtest_hooks(pm), "reruns": bool(has("rerunfailures"))}))
         state["pm"], state["items"] = pm, items
 
     def pytest_pyfunc_call(pyfuncitem):
         fn = pyfuncitem.obj  # what pytest is about to call, as it calls it
         wrapper = code_file(getattr(fn, "__func__", fn))
-        records.write("calling", {"id": reported_id(pyfuncitem.nodeid), "outer": fingerprint(fn),
-                                  "core": fingerprint(innermost(fn)), "wrapped_here": under(wrapper or os.sep, roots)})
+        write(("calling", {"id": reported_id(pyfuncitem.nodeid), "outer": fingerprint(fn),
+                           "core": fingerprint(innermost(fn)), "wrapped_here": under(wrapper or os.sep, roots)}))
         yield
 
     def pytest_runtest_makereport(item, call):
         raised = call.excinfo  # as the call left it
         yield
+        write((None, item.nodeid))  # the state, before any of the witness's own helpers runs: none was replaced
         # unittest's plugin moves a TestCase's failure into call.excinfo inside the hook; an exception is never removed
         got = outcome(item, call, raised if raised is not None else call.excinfo)
         if call.when == "call" or got != "passed":  # a setup or teardown that passed is what the harness assumes
             hooks = runtest_hooks(state["pm"])
-            records.write("phase", {"id": reported_id(item.nodeid), "when": call.when, "outcome": got, "hooks": hooks})
+            write(("phase", {"id": reported_id(item.nodeid), "when": call.when, "outcome": got, "hooks": hooks}))
 
     def pytest_sessionfinish(session):
         if state["pm"] is not None:
             objs = [(i, item_obj(i)) for i in state["items"]]
             tests = [[fingerprint(innermost(fn)), oddities(i, fn, roots) if fn is not None else []] for i, fn in objs]
-            records.write("finish", {"tests": tests, "hooks": hook_table(state["pm"])})
+            write(("finish", {"tests": tests, "hooks": hook_table(state["pm"])}))
 
     return make_plugin(pytest, pytest_plugin_registered, pytest_collection_finish, pytest_pyfunc_call,
                        pytest_runtest_makereport, pytest_sessionfinish)
@@ -528,7 +661,7 @@ def make_plugin(pytest, registered, collected, pyfunc_call, makereport, sessionf
     return plugin
 
 
-def watch_unittest(records, describe):
+def watch_unittest(write, describe):
     "Wrap TestResult's add* methods, which every result reaches (Django's parallel runner replays onto one, too)."
     outcomes = {"addSuccess": "passed", "addFailure": "failed", "addError": "failed", "addSkip": "skipped",
                 "addExpectedFailure": "xfail-marked", "addUnexpectedSuccess": "xpass-marked"}
@@ -540,7 +673,7 @@ def watch_unittest(records, describe):
         method = getattr(base, name)
 
         def recorded(self, test, *args, **kw):
-            records.write("phase", {"id": describe(self, test), "when": "call", "outcome": outcome})
+            write(("phase", {"id": describe(self, test), "when": "call", "outcome": outcome}))
             return method(self, test, *args, **kw)
 
         setattr(base, name, recorded)
@@ -610,7 +743,7 @@ class SympyRunner(object):
         method = getattr(reporter, name)
 
         def recorded(rep, *a, **kw):
-            records.write("phase", {"id": getattr(rep, "_swecl_test", "?"), "when": "call", "outcome": outcome})
+            records(("phase", {"id": getattr(rep, "_swecl_test", "?"), "when": "call", "outcome": outcome}))
             return method(rep, *a, **kw)
 
         setattr(reporter, name, recorded)
@@ -664,39 +797,40 @@ def run_script(argv):
 
 def main():
     records_path, argv = sys.argv[1], sys.argv[2:]
-    records = Records(records_path, read_key())
+    write, token = make_writer(records_path, read_key())
     kind, own = runner_kind(argv), os.path.abspath(__file__)
     sys.path[0] = first_path(argv, kind)  # before any import the runner would resolve differently
     roots = tuple(sorted(set([os.path.dirname(os.path.dirname(own)), os.getcwd()])))  # the working copy
-    records.write("start", {"python": sys.version.split()[0], "runner": kind, "argv": argv, "roots": roots,
-                            "found": startup_findings(roots)})
+    start = {"python": sys.version.split()[0], "runner": kind, "argv": argv, "roots": roots,
+             "found": startup_findings(roots)}
     runner = Runner(roots)
     if kind != "sympy":  # sympy's runner is the project's own code, put back as at the base commit by the guard
         runner.bootstrap(PYTEST_MODULES, LAZY) if kind == "pytest" else runner.bootstrap(("unittest",))
     groups = ("pytest", "unittest", "builtins") if kind == "pytest" else ("unittest", "builtins")
     if kind == "unittest":
-        watch_unittest(records, unittest_description)
-    sympy = SympyRunner(records) if kind == "sympy" else None
+        watch_unittest(write, unittest_description)
+    sympy = SympyRunner(write) if kind == "sympy" else None
     if sympy is not None:
         sys.meta_path.insert(0, sympy)
-    integrity, code = Integrity(groups), 1
-    records.write("runner", {"modules": runner.modules, "found": runner.found, "project_runner": runner.project_runner,
-                             "machinery": integrity.now()})
-    try:
-        if kind == "pytest":
-            import pytest
+    integrity, code, plugin = Integrity(groups), 1, None
+    if kind == "pytest":
+        import pytest
 
-            code = run_pytest(argv, pytest_plugin(pytest, records, roots, tuple(sorted(set(runner.dirs))), own))
-        else:
-            code = run_script(argv)
+        plugin = pytest_plugin(pytest, write, roots, tuple(sorted(set(runner.dirs))), own)
+    write((token, own_watch(globals(), list(vars(plugin).values()) if plugin is not None else [], integrity)))
+    write(("start", start))
+    write(("runner", {"modules": runner.modules, "found": runner.found, "project_runner": runner.project_runner,
+                      "machinery": integrity.now()}))
+    try:
+        code = run_pytest(argv, plugin) if kind == "pytest" else run_script(argv)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     finally:
         late = integrity.late_changes() + (sympy.changed() if sympy is not None else [])
-        records.write("end", {"exit": code if isinstance(code, int) else 1, "machinery": integrity.now(),
-                              "late": late, "found": runner.shadows_now()})
-    sys.stdout.flush()
-    sys.stderr.flush()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        write(("end", {"exit": code if isinstance(code, int) else 1, "machinery": integrity.now(), "late": late,
+                       "found": runner.shadows_now()}))
     os._exit(code if isinstance(code, int) else 1)  # no atexit hook of the code under test runs after the records
 
 
