@@ -17,9 +17,9 @@ from .guard import guard_tree, restore
 from ..tasks.repos import SAFE_GIT
 
 # %% auto #0
-__all__ = ['SITE_PACKAGES', 'EDITABLE_IMPORT', 'MAX_JUDGED_BYTES', 'SITE_RULES', 'OUTSIDE_ADMITTED', 'pth_problem',
-           'finder_problem', 'metadata_problem', 'env_finding', 'layer_findings', 'read_judged', 'is_bytecode',
-           'is_metadata', 'judged_text', 'tree_install_findings', 'base_names']
+__all__ = ['SITE_PACKAGES', 'EDITABLE_IMPORT', 'MAX_JUDGED_BYTES', 'SITE_RULES', 'OUTSIDE_ADMITTED', 'STARTED_PROGRAMS',
+           'pth_problem', 'finder_problem', 'metadata_problem', 'env_finding', 'layer_findings', 'read_judged',
+           'is_bytecode', 'is_metadata', 'judged_text', 'tree_install_findings', 'base_names']
 
 # %% ../../nbs/grading/04l_layer.ipynb #6f3e9616
 SITE_PACKAGES = re.compile(r"^lib\d*/python[\d.]+/(?:site|dist)-packages/")
@@ -82,14 +82,21 @@ SITE_RULES = (
     ("the project's own", lambda rel, top, own: top.split(".")[0] in own, None),
 )
 OUTSIDE_ADMITTED = ("include/", "share/")  # headers and data files of a build: no Python start reads them
+# bin/: a script an install writes (django-admin.py, a console script) is code under test unless the tests start it
+STARTED_PROGRAMS = re.compile(r"^(python|pypy|pip|pytest|py\.test|tox|nose|activate)", re.I)
 
 # %% ../../nbs/grading/04l_layer.ipynb #12992677
-def env_finding(path: str, how: str, own: set, read) -> str | None:
-    "Why the install's write (`how`: written or removed) of /testenv/`path` steers the tests (None: it does not)."
+def env_finding(path: str, how: str, own: set, read, programs=frozenset()) -> str | None:
+    """Why the install's write (`how`: written or removed) of /testenv/`path` steers the tests (None: it does not);
+    `programs`: the names the test command holds (a bin/ script of one of them starts the tests)."""
     where = f"/testenv/{path}: {how} by the install step"
     if how == "unwalked":
         return f"/testenv/{path}: a folder the install step nested too deep to judge"
     m = SITE_PACKAGES.match(path)
+    if not m and path.startswith("bin/") and path.count("/") == 1:
+        name = path[4:]
+        started = STARTED_PROGRAMS.match(name) or name in programs
+        return f"{where}, a program the tests start" if started and how != "removed" else None
     if not m:
         return None if path.startswith(OUTSIDE_ADMITTED) else f"{where}, outside site-packages"
     rel = path[m.end() :]
@@ -107,9 +114,9 @@ def env_finding(path: str, how: str, own: set, read) -> str | None:
     return f"{where}, a module or file of no distribution the project's base commit has"
 
 # %% ../../nbs/grading/04l_layer.ipynb #c381f2ce
-def layer_findings(writes: dict, own: set, read) -> list[str]:
+def layer_findings(writes: dict, own: set, read, programs=frozenset()) -> list[str]:
     "Every finding on the writes of an install (`LocalSession.env_writes`), one line each, the first 50."
-    found = [f for p, how in writes.items() if (f := env_finding(p, how, own, read))]
+    found = [f for p, how in writes.items() if (f := env_finding(p, how, own, read, programs))]
     return found[:50] + (
         [f"/testenv: {len(found) - 50} more writes of the install step not shown"] if len(found) > 50 else []
     )
