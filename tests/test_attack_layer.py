@@ -647,6 +647,8 @@ def test_bytecode_the_install_plants_in_a_copied_view_never_runs(bench, monkeypa
     # a comma makes the overlay unsafe: the view and the env layer are copies, as they always are without root
     b = bench(folder="with,comma")
     fix = name == "in the env"  # the sourceless runner only reports itself: the fix makes the control visible
+    # the attack's setup.py names _pytest's files, which the screen flags: off, so the drop alone is what is tested
+    monkeypatch.setattr(grading_module.screen, "screen_session", lambda *a, **k: [])
     if name == "in a folder renamed into place":  # the control: without the drop it resolves the empty patch
         with monkeypatch.context() as m:
             m.setattr(sandbox_module.LocalSession, "drop_written_bytecode", lambda self: 0)

@@ -19,7 +19,7 @@ __all__ = ['HUNK_HEADER', 'BINARY_FILES', 'C_ESCAPES', 'SOURCE_ROOTS', 'REPO_PAC
            'MODULE_FACTS', 'IN_LITERAL', 'RUNNER_RULES', 'REACHING_RULES', 'FROM_IMPORT', 'PLAIN_IMPORT',
            'DYNAMIC_IMPORT', 'SHADOWED', 'STARTUP', 'CODE_SUFFIXES', 'INSTALLED_PROBE', 'FileDiff', 'c_unquote',
            'patch_name', 'header_path', 'git_names', 'header_line', 'file_diffs', 'top_module', 'own_packages',
-           'runner_code', 'line_rules', 'code_flags', 'module_names', 'imported_names', 'library_helpers',
+           'runner_code', 'line_rules', 'code_flags', 'dotted_names', 'imported_names', 'library_helpers',
            'new_top_module', 'file_flag', 'screen_patch', 'installed_modules', 'screen_session']
 
 # %% ../../nbs/grading/04k_screen.ipynb #3c7a0de2
@@ -276,7 +276,7 @@ PLAIN_IMPORT = re.compile(r"(?:^|[;:])\s*import\s+([^\n#;]+)", re.M)
 DYNAMIC_IMPORT = re.compile(r"\b(?:import_module|__import__)\(\s*[rbu]?['\"]([\w.]+)['\"]")
 
 # %% ../../nbs/grading/04k_screen.ipynb #5c1e0a07
-def module_names(path: str) -> set[str]:
+def dotted_names(path: str) -> set[str]:
     "The dotted names a module at `path` may be imported as: from the root or any folder above it on `sys.path`."
     parts = list(PurePosixPath(path).with_suffix("").parts)
     parts = parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts
@@ -306,7 +306,7 @@ def library_helpers(files: list, tests: set) -> set[str]:
         f = todo.pop()
         wanted = imported_names(f.new, f.added)
         for path, h in helpers.items():
-            if path not in found and module_names(path) & wanted:
+            if path not in found and dotted_names(path) & wanted:
                 found.add(path)
                 todo.append(h)
     return found
