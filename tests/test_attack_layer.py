@@ -11,10 +11,8 @@ A test marked `xfail(raises=HoleOpen, strict=True)` documents an attack that wor
 must go. Its controls are plain asserts, so an attack that no longer runs at all fails loudly instead of hiding."""
 
 import dataclasses
-import hashlib
 import os
 import shutil
-import stat
 import subprocess
 import textwrap
 import time
@@ -23,6 +21,8 @@ from pathlib import Path
 
 import pytest
 from conftest import first_by_default
+from test_attack_testbeds import mounts_under
+from test_attack_testbeds import snapshot as digest  # every entry's mode, owner, size, mtime, links and bytes
 
 from swecl.base.labels import counted_verdict
 from swecl.envs import venvs
@@ -96,37 +96,6 @@ def gained(cond: bool, what: str):
 
 
 # --- helpers -----------------------------------------------------------------------------------------------------------
-
-
-def digest(path: Path) -> dict:
-    "Every entry under `path` and `path` itself: mode, owner, size, mtime, links, and its content's hash or link target."
-    out = {}
-    for dirpath, dirs, files in os.walk(path):
-        for f in [dirpath] + [os.path.join(dirpath, n) for n in dirs + files]:
-            st = os.lstat(f)
-            body = (
-                os.readlink(f)
-                if stat.S_ISLNK(st.st_mode)
-                else hashlib.sha256(Path(f).read_bytes()).hexdigest()
-                if stat.S_ISREG(st.st_mode)
-                else None
-            )
-            out[os.path.relpath(f, path)] = (
-                st.st_mode,
-                st.st_uid,
-                st.st_gid,
-                st.st_size,
-                st.st_mtime_ns,
-                st.st_nlink,
-                body,
-            )
-    return out
-
-
-def mounts_under(path) -> list:
-    p = str(path)
-    targets = [line.split()[1].replace("\\040", " ") for line in Path("/proc/self/mounts").read_text().splitlines()]
-    return [t for t in targets if t == p or t.startswith(p + "/")]
 
 
 @dataclasses.dataclass
