@@ -17,21 +17,26 @@ from swecl.cli.tasks import (
     CACHED_WHY,
     COMPAT_HELP,
     GRADE_CACHE_ARGS,
+    HARNESS_OUT_ARGS,
     NO_TESTBEDS_HELP,
     PARALLEL_ARGS,
     SANDBOX_HELP,
+    check_harness_out,
     grade_cache,
+    harness_out_line,
     parallel_options,
 )
 from ..grading import regrade, validation
 from ..grading.grading import parse_log
 from ..grading.official import disagreement_evidence, official_log, read_official, test_differences, test_output
+from ..grading.run_report import prediction_model
 from ..sandbox.sandboxes import SANDBOXES, sandbox_for
 from ..tasks.selection import load_tasks
 
 # %% auto #0
 __all__ = ['EVAL_STATE_ARGS', 'REGRADE_ARGS', 'gradable_set', 'saved_records', 'regrade_tables', 'regrade_markdown',
-           'recorded_verdicts', 'verdicts_on_these_patches', 'with_official_logs', 'predictions_of', 'cmd_regrade']
+           'recorded_verdicts', 'verdicts_on_these_patches', 'with_official_logs', 'predictions_of', 'model_name',
+           'cmd_regrade']
 
 # %% ../../nbs/cli/13e_cli_regrade.ipynb #8dce9059
 def gradable_set(path: str | None, dataset: str) -> tuple:
@@ -125,6 +130,7 @@ REGRADE_ARGS = (
     arg("--no-testbeds", action="store_true", help=NO_TESTBEDS_HELP),
     *PARALLEL_ARGS,
     *GRADE_CACHE_ARGS,
+    *HARNESS_OUT_ARGS,
     arg("--merge", nargs="+", metavar="JSON", help="grade nothing: the records of earlier regrade --json files"),
     arg(
         "--title", default="Recorded predictions graded by swecl", help="the heading of --out and of the report section"
@@ -186,6 +192,13 @@ def predictions_of(a) -> dict:
         )
     return preds
 
+# %% ../../nbs/cli/13e_cli_regrade.ipynb #3460d520
+def model_name(a) -> str:
+    "The model SWE-bench's files are named for: `--model` of an eval_state.json, the predictions' `model_name_or_path`, else the file's name (said so)."
+    if regrade.is_eval_state(a.predictions):
+        return a.model or "eval_state"
+    return prediction_model(a.predictions) or Path(a.predictions).stem
+
 # %% ../../nbs/cli/13e_cli_regrade.ipynb #adc75e24
 @command(
     "regrade",
@@ -196,6 +209,7 @@ def cmd_regrade(a):
     preds = predictions_of(a)
     theirs, elsewhere = verdicts_on_these_patches(a, recorded_verdicts(a), preds)
     how = parallel_options(a)  # before grading: a bad option must not cost a run
+    check_harness_out(a)
     b, tasks = load_tasks(a.dataset, a.instances, None, a.sequences)
     if a.merge:
         # a task graded in several files: the last file's grading (a recheck given after the run it corrects)
@@ -218,6 +232,8 @@ def cmd_regrade(a):
         tables["disagreements"] = with_official_logs(tables["disagreements"], b.tasks, records, a.official_logs)
     text = regrade_markdown(tables, a.title, note)
     print(text)
+    if line := harness_out_line(a, records, tasks, preds, model_name(a), gradable):
+        print(line)
     write_text(a.out, text) if a.out else None
     run = {"run": a.run, "condition": a.condition} if a.run else {}
     about = {"title": a.title, "note": note, "dataset": a.dataset} | ({"source": a.source} if a.source else {})

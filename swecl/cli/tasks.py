@@ -11,6 +11,7 @@ import json
 import os
 import shlex
 import sys
+from pathlib import Path
 from statistics import median
 
 from tabulate import tabulate
@@ -23,6 +24,7 @@ from ..envs.envcache import env_inventory, prune_envs, usage_by_repo
 from ..grading import validation
 from ..grading.gradecache import GradeCache
 from ..grading.parallel import ENGINES
+from ..grading.run_report import write_harness_results
 from ..models.model_base import TimeBudget, model_spec
 from ..models.models import make_model
 from ..runs.caches import CACHES, cache_rows, prune_caches
@@ -31,11 +33,12 @@ from ..tasks import datasets
 from ..tasks.selection import load_tasks
 
 # %% auto #0
-__all__ = ['COMPAT_HELP', 'NO_TESTBEDS_HELP', 'PARALLEL_ARGS', 'SANDBOX_HELP', 'GRADE_CACHE_ARGS', 'TIMING_SPLIT', 'CACHED_WHY',
-           'VALIDATE_ARGS', 'SANDBOX_ARGS', 'SOLVE_ARGS', 'ENVS_ARGS', 'CACHE_ARGS', 'parallel_options', 'grade_cache',
-           'read_records', 'timing_line', 'env_cache_line', 'validation_summary', 'validation_records',
-           'validation_tables', 'cmd_validate', 'cmd_sandbox', 'solve_summary', 'infra_line', 'solve_one', 'cmd_solve',
-           'gigabytes', 'status_table', 'cache_totals', 'env_list', 'prune_line', 'cmd_envs', 'cmd_cache']
+__all__ = ['COMPAT_HELP', 'NO_TESTBEDS_HELP', 'PARALLEL_ARGS', 'SANDBOX_HELP', 'GRADE_CACHE_ARGS', 'HARNESS_OUT_ARGS',
+           'TIMING_SPLIT', 'CACHED_WHY', 'VALIDATE_ARGS', 'SANDBOX_ARGS', 'SOLVE_ARGS', 'ENVS_ARGS', 'CACHE_ARGS',
+           'parallel_options', 'grade_cache', 'check_harness_out', 'harness_out_line', 'read_records', 'timing_line',
+           'env_cache_line', 'validation_summary', 'validation_records', 'validation_tables', 'onto_files',
+           'cmd_validate', 'cmd_sandbox', 'solve_summary', 'infra_line', 'solve_one', 'cmd_solve', 'gigabytes',
+           'status_table', 'cache_totals', 'env_list', 'prune_line', 'cmd_envs', 'cmd_cache']
 
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #56557eb0
 COMPAT_HELP = "run in the env with the compatibility layer, which lets old test suites run on a newer host Python (the same env for every command given --compat, recorded with each result)"
@@ -88,6 +91,34 @@ GRADE_CACHE_ARGS = (
 def grade_cache(a) -> GradeCache | None:
     "The grade cache `validate` and `regrade` read and fill; None with `--no-cache`."
     return None if a.no_cache else GradeCache()
+
+# %% ../../nbs/cli/13c_cli_tasks.ipynb #517254c6
+HARNESS_OUT_ARGS = (
+    arg(
+        "--harness-out",
+        metavar="DIR",
+        help="also write SWE-bench's run summary (schema_version 2) and a report.json per instance under DIR",
+    ),
+    arg("--run-id", default="swecl", help="with --harness-out: the run id SWE-bench's files are named with"),
+)
+
+# %% ../../nbs/cli/13c_cli_tasks.ipynb #0ce7bc93
+def check_harness_out(a) -> None:
+    "`UsageError` in one sentence for a `--harness-out` that is a file or a `--run-id` that is not one folder name."
+    if not getattr(a, "harness_out", None):
+        return
+    if Path(a.harness_out).exists() and not Path(a.harness_out).is_dir():
+        raise UsageError(f"--harness-out {a.harness_out} is a file; give a folder (it is made if missing).")
+    if not a.run_id or "/" in a.run_id or a.run_id.startswith("."):
+        raise UsageError(f"--run-id {a.run_id!r} must be one folder name (no '/', not starting with '.').")
+
+# %% ../../nbs/cli/13c_cli_tasks.ipynb #4d6ea693
+def harness_out_line(a, records: list, tasks: list, preds: dict, model: str, gradable: set | None = None) -> str | None:
+    "Write `--harness-out` for `records` of `preds` by `model`; the sentence saying where, or None without it."
+    if not getattr(a, "harness_out", None):
+        return None
+    p = write_harness_results(a.harness_out, records, tasks, preds, model, a.run_id, gradable)
+    return f"SWE-bench's run summary: {p}; a report.json per graded task under {p.parent / 'logs' / 'run_evaluation' / a.run_id}"
 
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #d8aba00d
 def read_records(paths: list) -> list:
@@ -209,13 +240,26 @@ VALIDATE_ARGS = (
     arg("--no-testbeds", action="store_true", help=NO_TESTBEDS_HELP),
     *PARALLEL_ARGS,
     *GRADE_CACHE_ARGS,
+    *HARNESS_OUT_ARGS,
     arg("--gradable", metavar="JSON", help="write the gradable ids and, for each other task, its label and evidence"),
     arg(
         "--onto",
+        nargs="+",
         metavar="JSON",
-        help="with --gradable: keep this earlier gradable file's entries of tasks not validated now",
+        help="with --gradable: keep these earlier gradable files' entries of tasks not validated now (later files win); "
+        "another dataset's file gives its entries of the tasks both define the same",
     ),
 )
+
+# %% ../../nbs/cli/13c_cli_tasks.ipynb #8c3c36e6
+def onto_files(paths: list, dataset: str) -> dict:
+    "The earlier gradable files `--onto` names, each laid over the one before, as one file of `dataset`."
+    tasks = datasets.load(dataset).tasks
+    files = [validation.read_onto(p, dataset, tasks) for p in paths]
+    out = files[0]
+    for f in files[1:]:
+        out = validation.gradable_onto(out, f)
+    return out
 
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #8b64e00c
 @command(
@@ -224,10 +268,11 @@ VALIDATE_ARGS = (
 )
 def cmd_validate(a):
     "Tables per repository and a summary; `--json`: every grading record. Exit status 1 when a grading is unexpected."
-    try:  # before grading: a bad --onto must not cost a run
-        onto = validation.read_onto(a.onto, a.dataset) if a.onto else None
+    try:  # before grading: a bad --onto or --harness-out must not cost a run
+        onto = onto_files(a.onto, a.dataset) if a.onto else None
     except ValueError as e:
         raise UsageError(str(e)) from None
+    check_harness_out(a)
     records, rows = validation_records(a)
     tables, joined = validation_tables(records, rows, merged=bool(a.merge))
     print("\n\n".join(tables))
@@ -246,6 +291,10 @@ def cmd_validate(a):
             f"# Harness validation: {a.dataset}\n\nGold patches must resolve and empty patches must not ({what}).\n\n"
         )
         write_text(a.out, head + "\n\n".join(tables) + "\n")
+    gold = [r for r in records if r["policy"] == "gold"]  # the harness grades no empty patch: only gold is written
+    ts = [t for t in datasets.load(a.dataset).tasks if t.instance_id in {r["instance_id"] for r in gold}]
+    if line := harness_out_line(a, gold, ts, {t.instance_id: t.patch for t in ts}, "gold"):
+        print(line)
     write_json(a.json, records)
     bad = sum(r["unexpected"] for r in rows) if rows else (joined[-1]["unexpected"] if joined else 0)
     if bad:

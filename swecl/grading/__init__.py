@@ -21,6 +21,7 @@ MODULES = (
     "parallel",
     "validation",
     "official",
+    "run_report",
     "regrade",
 )  # the folder's modules, in its order
 __getattr__, __dir__ = lazy_names(__name__, MODULES)  # a name is found when first asked for

@@ -20,13 +20,14 @@ from .gradecache import GradeCache, from_cache
 from .grading import Grade, grade
 from .parallel import grade_jobs
 from ..tasks.datasets import KNOWN
+from ..tasks.datasets import load as load_dataset
 
 # %% auto #0
-__all__ = ['POLICIES', 'DEFINITIONS', 'GRADING_FIELDS', 'TWIN_NOTE', 'NO_F2P', 'UNFIXED_CODE_LABELS', 'GRADABLE_DIR',
+__all__ = ['POLICIES', 'DEFINITIONS', 'GRADING_FIELDS', 'TWIN_NOTE', 'NO_F2P', 'UNFIXED_CODE_LABELS', 'GRADABLE_DIR', 'SAME_TASK',
            'NOT_GRADABLE', 'policy_patch', 'resolved_definition', 'expected', 'twin_key', 'twin_groups', 'twins',
            'with_twins', 'validate', 'lists_no_f2p', 'both_expected', 'validation_table', 'validate_policies',
-           'harness_table', 'gradable_record', 'read_gradable', 'load_gradable', 'gradable_onto', 'read_onto',
-           'not_gradable', 'left_out_result']
+           'harness_table', 'gradable_record', 'read_gradable', 'load_gradable', 'borrowed', 'gradable_onto',
+           'read_onto', 'not_gradable', 'left_out_result']
 
 # %% ../../nbs/grading/04a_validation.ipynb #8871893a
 POLICIES = ("gold", "empty")
@@ -290,6 +291,24 @@ def load_gradable(dataset: str) -> dict | None:
     p = GRADABLE_DIR / f"{dataset}.json"
     return read_gradable(p) if p.exists() else None
 
+# %% ../../nbs/grading/04a_validation.ipynb #1f9f0527
+SAME_TASK = ("base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS", "version")  # what a verdict rests on
+
+# %% ../../nbs/grading/04a_validation.ipynb #3bb65cbf
+def borrowed(g: dict, theirs: list, ours: list, dataset: str) -> dict:
+    "Gradable file `g` of another dataset (tasks `theirs`) as one of `dataset` (tasks `ours`): the entries of the tasks both define the same (`SAME_TASK`); every other task not validated."
+    mine, other = {t.instance_id: t for t in ours}, {t.instance_id: t for t in theirs}
+    same = {i for i, t in mine.items() if i in other and all(getattr(t, f) == getattr(other[i], f) for f in SAME_TASK)}
+    out = {"dataset": dataset, "note": f"{g.get('note') or 'validated'} (as {g['dataset']})", "other": {}}
+    out["gradable"] = sorted(same & set(g["gradable"]))
+    out["other"] = {i: v for i, v in g["other"].items() if i in same}
+    out["other"] |= {
+        i: {"repo": t.repo, "label": "not validated"}
+        for i, t in mine.items()
+        if i not in out["other"] and i not in out["gradable"]
+    }
+    return out
+
 # %% ../../nbs/grading/04a_validation.ipynb #f1cd45e2
 def gradable_onto(old: dict, new: dict) -> dict:
     "`new` laid over `old`: a task `new` validated takes its new entry; one it did not validate keeps its old entry."
@@ -304,12 +323,25 @@ def gradable_onto(old: dict, new: dict) -> dict:
     return machine_free({"dataset": new["dataset"], "note": note, "gradable": gradable, "other": other})  # old kept too
 
 # %% ../../nbs/grading/04a_validation.ipynb #67df447c
-def read_onto(path, dataset: str) -> dict:
-    "The gradable file at `path`, checked to be `dataset`'s; `ValueError` in one sentence otherwise."
+def read_onto(path, dataset: str, tasks: list | None = None) -> dict:
+    "The gradable file at `path` as `dataset`'s: its own, or another dataset's entries of the tasks defined the same (`borrowed`, given `dataset`'s `tasks`); `ValueError` in one sentence otherwise."
     d = read_gradable(path)
-    if d.get("dataset") != dataset:
+    if d.get("dataset") == dataset:
+        return d
+    if tasks is None or d.get("dataset") not in KNOWN:
         raise ValueError(f"{path} is a gradable file of {d.get('dataset')}, not {dataset}; pass that dataset's own.")
-    return d
+    if resolved_definition(d["dataset"]) != resolved_definition(dataset):
+        raise ValueError(
+            f"{path} is a gradable file of {d['dataset']}, which counts a task resolved by another definition than "
+            f"{dataset} does ({resolved_definition(d['dataset'])}); its verdicts cannot stand for {dataset}'s."
+        )
+    out = borrowed(d, load_dataset(d["dataset"]).tasks, tasks, dataset)
+    if not out["gradable"] and all(v.get("label") == "not validated" for v in out["other"].values()):
+        raise ValueError(
+            f"{path} is a gradable file of {d['dataset']}, not {dataset}, and the two define no task the same; "
+            f"pass {dataset}'s own."
+        )
+    return out
 
 # %% ../../nbs/grading/04a_validation.ipynb #0991d2f7
 NOT_GRADABLE = "not-gradable"  # the exit reason of an attempt not run because its task does not grade here
