@@ -5,13 +5,17 @@
 # %% ../../nbs/cli/13b_cli_data.ipynb #d144c5b9
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from ..base.labels import counted_verdict
 from ..base.lazy import lazy_module
 from .base import DATASET_HELP, UsageError, arg, command, frame_text, write_json, write_text
 from ..grading import validation
+from ..grading.official import read_official
 from ..metrics import metrics
 from ..metrics.attempts import left_out
+from ..metrics.spread import noise_sentence, run_spread
 from ..report import report
 from ..report.parts import term_text
 from ..tasks import datasets, similarity
@@ -19,11 +23,15 @@ from ..tasks.curriculum import build_swe_bench_cl
 
 # %% auto #0
 __all__ = ['BUILD_DATASET_ARGS', 'SIMILARITY_ARGS', 'METRICS_ARGS', 'DATASET_NOTES', 'LIST_ARGS', 'cmd_build_dataset',
-           'table_text', 'cmd_stats', 'similarity_pairs', 'cmd_similarity', 'left_out_lines', 'cmd_metrics',
-           'report_files', 'cmd_report', 'dataset_availability', 'gradable_text', 'dataset_rows', 'columns', 'cmd_list']
+           'table_text', 'cmd_stats', 'similarity_pairs', 'cmd_similarity', 'left_out_lines', 'run_verdicts',
+           'spread_lines', 'cmd_metrics', 'report_files', 'cmd_report', 'dataset_availability', 'gradable_text',
+           'dataset_rows', 'columns', 'cmd_list']
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #c383c73e
 matplotlib = lazy_module("matplotlib")
+
+# %% ../../nbs/cli/13b_cli_data.ipynb #735d226f
+pd = lazy_module("pandas")
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #fa51b8ae
 BUILD_DATASET_ARGS = (
@@ -153,7 +161,15 @@ def left_out_lines(lo) -> list:
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #1b377248
 METRICS_ARGS = (
-    arg("--attempts", required=True, help="an attempts.jsonl or a results folder"),
+    arg("--attempts", help="an attempts.jsonl or a results folder"),
+    arg(
+        "--runs",
+        nargs="+",
+        metavar="JSON",
+        help="instead of --attempts: several runs of one agent (regrade --json files, official results, or one file "
+        "of {run: {task: resolved}}): the spread of the rate between identical runs and each task's flip rate",
+    ),
+    arg("--identical", nargs="+", metavar="RUN", help="with --runs: the runs that are identical (default: all)"),
     arg("--zero-shot", help="attempts of a memory-disabled cell: their first attempts are the zero-shot row"),
     arg(
         "--forgetting",
@@ -166,13 +182,72 @@ METRICS_ARGS = (
     arg("--seed", type="count", default=0, help="seed of the bootstrap"),
 )
 
+# %% ../../nbs/cli/13b_cli_data.ipynb #e35d7db9
+def run_verdicts(path) -> dict:
+    "run -> {task: resolved} of one file: a `regrade --json` output (as counted), an official result, or `{run: {task: resolved}}`; `UsageError` otherwise."
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text()) if p.is_file() else None
+    except (OSError, ValueError) as e:
+        raise UsageError(
+            f"--runs {path} is not JSON ({type(e).__name__}); pass regrade --json files or official results."
+        ) from None
+    if isinstance(data, dict) and isinstance(data.get("records"), list):
+        counted = {r["instance_id"]: counted_verdict(r) for r in data["records"] if isinstance(r, dict)}
+        return {p.stem: {i: v for i, v in counted.items() if v is not None}}
+    if (
+        isinstance(data, dict)
+        and data
+        and all(isinstance(v, dict) and v and all(isinstance(x, bool) for x in v.values()) for v in data.values())
+    ):
+        return data  # several runs in one file
+    try:
+        return {p.stem: read_official(p)}
+    except ValueError as e:
+        raise UsageError(f"--runs {path}: {e}") from None
+
+# %% ../../nbs/cli/13b_cli_data.ipynb #7ec621c6
+def spread_lines(runs: dict, identical: list | None = None) -> tuple:
+    "(lines to print, the JSON record) of `--runs`: each run's rate, the spread of the identical runs, every other run set beside it, the tasks that flip."
+    same = identical or list(runs)
+    if missing := [r for r in same if r not in runs]:
+        raise UsageError(f"--identical names {', '.join(missing)}, not among the runs read ({', '.join(runs)}).")
+    s = run_spread({r: runs[r] for r in same})
+    rows = [{"run": r, "graded": len(v), "resolved": sum(v.values())} for r, v in runs.items()]
+    lines = [frame_text(pd.DataFrame(rows), 0, width=100)]
+    lines.append(
+        f"{len(same)} identical runs on the {s.tasks} tasks all graded: rates {min(s.rates):.1%} to {max(s.rates):.1%} "
+        f"(mean {s.mean_rate:.1%}, SD {s.sd:.1%}); the spread between two of them is up to {s.spread:.1%}; "
+        f"{len(s.flips)} tasks ({s.flipping_share:.0%}) do not get the same verdict in every run"
+    )
+    common = set.intersection(*(set(runs[r]) for r in same))
+    for r in [r for r in runs if r not in same]:
+        both = sorted(common & set(runs[r]))
+        if both:
+            ref = run_spread({x: {t: runs[x][t] for t in both} for x in same})
+            diff = sum(runs[r][t] for t in both) / len(both) - ref.mean_rate
+            lines.append(f"{r} against the identical runs' mean: {noise_sentence(diff, ref)}")
+    flips = sorted(s.flips.items(), key=lambda kv: (-kv[1], kv[0]))
+    lines += [
+        f"  {t}: resolved in {sum(runs[r][t] for r in same)} of {len(same)} runs (flip rate {f:.2f})" for t, f in flips
+    ]
+    record = {"identical": same, "tasks": s.tasks, "rates": dict(zip(same, s.rates)), "spread": s.spread, "sd": s.sd}
+    return lines, record | {"flip_rates": s.flips, "runs": rows}
+
 # %% ../../nbs/cli/13b_cli_data.ipynb #154a500c
 @command(
     "metrics",
     *METRICS_ARGS,
 )
 def cmd_metrics(a):
-    "One row per cell, sequence and metric with its CI; `--json`: the rows."
+    "One row per cell, sequence and metric with its CI; `--json`: the rows. With `--runs`: the spread of identical runs."
+    if bool(a.attempts) == bool(a.runs):
+        raise UsageError("Give --attempts (a run's attempts) or --runs (several runs' verdicts), one of the two.")
+    if a.runs:
+        runs = {name: v for f in a.runs for name, v in run_verdicts(f).items()}
+        lines, record = spread_lines(runs, a.identical)
+        print("\n".join(lines))
+        return write_json(a.json, record)
     att = metrics.read_attempts(a.attempts)
     zs = metrics.read_attempts(a.zero_shot) if a.zero_shot else None
     opts = dict(n_resamples=a.n_resamples, seed=a.seed, forgetting=a.forgetting, beta=a.beta)

@@ -15,6 +15,7 @@ from ..memory.leakage import RETEST_MEMORY
 from ..memory.memory import condition_name
 from ..metrics import metrics
 from ..metrics.attempts import left_out, read_attempts
+from ..metrics.spread import beyond_noise, run_spread
 from ..models.model_base import smoke_label
 from .drift import drift_section
 from swecl.report.parts import (
@@ -33,8 +34,8 @@ from .recorded import regrade_section
 __all__ = ['RETRIEVAL_COLUMNS', 'RETRIEVAL_KEYS', 'CELL_KEYS', 'RETEST_LABELS', 'MAX_HEATMAPS', 'TABLE3_COLUMNS',
            'validation_gradings', 'validation_counts', 'validation_section', 'retrieval_table', 'retrieval_section',
            'cell_config', 'load_results', 'infra_section', 'no_model_notes', 'coverage', 'describe_runs',
-           'run_coverage', 'cl_section', 'curves_section', 'paired_table', 'paired_section', 'table3_section',
-           'agent_sections', 'results_sections']
+           'run_coverage', 'cl_section', 'curves_section', 'none_spread', 'paired_table', 'paired_section',
+           'table3_section', 'agent_sections', 'results_sections']
 
 # %% ../../nbs/report/12a_report_results.ipynb #24f66235
 pd = lazy_module("pandas")
@@ -289,14 +290,27 @@ def _paired_counts(mem: pd.Series, base: pd.Series) -> dict | None:
     }
 
 # %% ../../nbs/report/12a_report_results.ipynb #2b2d6dae
+def none_spread(firsts: pd.DataFrame, model: str):
+    "The `RunSpread` of `model`'s seeds of the `none` condition (identical runs of one agent), or None with fewer than two."
+    g = firsts[(firsts.model == model) & (firsts.condition == "none")]
+    runs = {f"seed {s}": dict(zip(h.instance_id, h.resolved.astype(bool))) for s, h in g.groupby("seed")}
+    try:
+        return run_spread(runs) if len(runs) > 1 else None
+    except ValueError:  # seeds that share no task
+        return None
+
+# %% ../../nbs/report/12a_report_results.ipynb #2f1a6ffe
 def paired_table(firsts: pd.DataFrame) -> pd.DataFrame:
-    "Per model, seed and memory condition: rates with and without memory on the common tasks, and McNemar's exact p."
+    "Per model, seed and memory condition: rates with and without memory on the common tasks, their difference beside the spread of identical runs (the model's seeds without memory) when known, and McNemar's exact p."
     rows = []
     for (model, seed), g in firsts.groupby(["model", "seed"]):
-        base = g[g.condition == "none"].set_index("instance_id").resolved
+        base, noise = g[g.condition == "none"].set_index("instance_id").resolved, none_spread(firsts, model)
         for cond, h in g[g.condition != "none"].groupby("condition"):
             if (counts := _paired_counts(h.set_index("instance_id").resolved, base)) is not None:
-                rows.append({"model": model, "seed": seed, "condition": cond} | counts)
+                diff = counts["memory_rate"] - counts["none_rate"]
+                spread = {"identical_runs_spread": noise.spread if noise else float("nan")}
+                spread["beyond_noise"] = beyond_noise(diff, noise) if noise else None
+                rows.append({"model": model, "seed": seed, "condition": cond} | counts | {"difference": diff} | spread)
     return pd.DataFrame(rows)
 
 # %% ../../nbs/report/12a_report_results.ipynb #ca91f3f0
@@ -309,7 +323,9 @@ def paired_section(out: Path, firsts: pd.DataFrame) -> Section | None:
     return Section(
         "Memory vs no memory (paired)",
         md_table(pdf) + "\n\n*Per task, first attempts with memory against the same tasks without it; exact McNemar "
-        "test on the discordant pairs.*",
+        "test on the discordant pairs. `identical_runs_spread` is the largest difference between two seeds of the "
+        "model without memory (identical runs), when it has two or more; a `difference` within it (`beyond_noise` "
+        "false) is not a finding, whatever its p.*",
         ["paired_memory.csv"],
     )
 
