@@ -291,6 +291,7 @@ DATASET_NOTES = {
     "verified": "SWE-bench Verified: 500 SWE-bench tasks checked by human annotators",
     "lite": "SWE-bench Lite: a 300-task subset of SWE-bench",
     "swe-bench-cl": "SWE-Bench-CL: 273 Verified tasks in 8 per-repository sequences, curriculum-ordered",
+    "swe-bench-cl-full": "SWE-Bench-CL's 8 sequences at full length: 479 Verified tasks (django 231), graded by verified's set",
     "contextbench-lite": "SWE-ContextBench Lite: 99 related tasks, with the experience pool and oracle links",
     "contextbench-verified": "SWE-ContextBench Verified: 166 related tasks",
     "mini": "the mini benchmark: two tiny packages with five tasks each, shipped with swecl",
@@ -305,9 +306,11 @@ def dataset_availability(name: str) -> tuple:
     found = [d / f for d in datasets.data_dirs() for f in spec["files"] if (d / f).exists()]
     if found:
         return True, str(found[0])
-    if name == "swe-bench-cl" and dataset_availability("verified")[0]:
-        return True, "built from verified when loaded"
+    if (built := spec.get("built")) and dataset_availability(built["source"])[0]:
+        return True, f"built from {built['source']} when loaded"
     dirs = ", ".join(map(str, datasets.data_dirs()))
+    if not spec["files"]:  # built only: what it is built from is missing
+        return False, f"built from {built['source']}, which is not here"
     fetch = f"downloaded from the HF hub ({spec['hf']}) when online" if spec["hf"] else "no download source"
     return False, f"{spec['files'][0]} is not in {dirs}; {fetch}"
 

@@ -287,8 +287,8 @@ def read_gradable(path) -> dict:
 
 # %% ../../nbs/grading/04a_validation.ipynb #106050d2
 def load_gradable(dataset: str) -> dict | None:
-    "The recorded gradable set of `dataset` (see `gradable_record`), or None when none is kept with the package."
-    p = GRADABLE_DIR / f"{dataset}.json"
+    "The recorded gradable set of `dataset` (see `gradable_record`; a dataset built from another reads that one's), or None when none is kept with the package."
+    p = GRADABLE_DIR / f"{KNOWN.get(dataset, {}).get('gradable', dataset)}.json"
     return read_gradable(p) if p.exists() else None
 
 # %% ../../nbs/grading/04a_validation.ipynb #1f9f0527

@@ -17,10 +17,11 @@ import numpy as np
 from ..base.lazy import lazy_module
 
 # %% auto #0
-__all__ = ['CONTROL_SEQ', 'MD_SPECIAL', 'PALETTE', 'MAX_TICKS', 'RETRIEVAL_METRICS', 'Section', 'term_text', 'md_text', 'md_code',
-           'html_text', 'rel_link', 'md_link', 'links_out_of', 'check_contained', 'md_table', 'ci_text',
-           'report_subplots', 'save_figure', 'cumulative_success', 'learning_curves_figure', 'draw_learning_curves',
-           'position_ticks', 'heatmap_figure', 'draw_heatmap', 'retrieval_plot', 'retrieval_figure']
+__all__ = ['CONTROL_SEQ', 'MD_SPECIAL', 'PALETTE', 'MARKED_POSITIONS', 'MAX_TICKS', 'RETRIEVAL_METRICS', 'Section', 'term_text',
+           'md_text', 'md_code', 'html_text', 'rel_link', 'md_link', 'links_out_of', 'check_contained', 'md_table',
+           'ci_text', 'report_subplots', 'save_figure', 'cumulative_success', 'learning_curves_figure',
+           'draw_learning_curves', 'position_ticks', 'heatmap_figure', 'draw_heatmap', 'retrieval_plot',
+           'retrieval_figure']
 
 # %% ../../nbs/report/12b_report_parts.ipynb #2df03294
 plt = lazy_module("matplotlib.pyplot")
@@ -151,13 +152,18 @@ def learning_curves_figure(firsts: pd.DataFrame, path) -> Path:
     draw_learning_curves(ax, firsts)
     return save_figure(fig, path)
 
+# %% ../../nbs/report/12b_report_parts.ipynb #9a278b5a
+MARKED_POSITIONS = 40  # a learning curve marks each position up to this many
+
 # %% ../../nbs/report/12b_report_parts.ipynb #99ffb79f
 def draw_learning_curves(ax, firsts: pd.DataFrame) -> None:
     "The learning curves on `ax` (seaborn, a colour per model × condition): positions are whole numbers, so are the ticks."
     curves = [cumulative_success(g).rename("success").reset_index().assign(run=f"{model} · {cond}")
               for (model, cond), g in firsts.groupby(["model", "condition"])]  # fmt: skip
     if curves:
-        sns.lineplot(data=pd.concat(curves), x="j", y="success", hue="run", marker="o", errorbar=None, ax=ax)
+        data = pd.concat(curves)
+        marker = "o" if data.j.nunique() <= MARKED_POSITIONS else None  # a few hundred markers hide the line
+        sns.lineplot(data=data, x="j", y="success", hue="run", marker=marker, errorbar=None, ax=ax)
         ax.legend(fontsize=7, title="model · condition", title_fontsize=7)
     ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
     ax.set_xlabel("sequence position")

@@ -51,6 +51,10 @@ KNOWN = {
         files=["SWE-Bench-CL-Curriculum.json", "SWE-Bench-CL-Curriculum.reconstructed.json"],
         hf="thomasjoshi/swe-bench-cl",
         kind="cl",
+        built=dict(source="verified", max_tasks=50),  # without the file: the authors' build from Verified
+    ),
+    "swe-bench-cl-full": dict(  # every Verified task of each repository: the long sequences
+        files=[], hf=None, kind="cl", built=dict(source="verified", max_tasks=None), gradable="verified"
     ),
     "contextbench-lite": dict(files=["swe-contextbench/related-lite.jsonl"], hf=None, kind="contextbench"),
     "contextbench-verified": dict(files=["swe-contextbench/related-verified.jsonl"], hf=None, kind="contextbench"),
@@ -400,10 +404,10 @@ def load(name_or_path, data_dir=None) -> Benchmark:
     try:
         path = resolve(name, data_dir)
     except DatasetError:
-        if name != "swe-bench-cl":
+        if not (built := KNOWN.get(name, {}).get("built")):
             raise
-        b = build_swe_bench_cl(load_swebench("verified", data_dir))
-        b.source = "built from verified"
+        b = build_swe_bench_cl(load_swebench(built["source"], data_dir), max_tasks=built["max_tasks"])
+        b.name, b.source = name, f"built from {built['source']}" + ("" if built["max_tasks"] else " (every task)")
         return b
     if path.is_dir() and (path / "mini.yaml").exists():
         return load_mini(path)
