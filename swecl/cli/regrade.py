@@ -211,6 +211,12 @@ def cmd_regrade(a):
     how = parallel_options(a)  # before grading: a bad option must not cost a run
     check_harness_out(a)
     b, tasks = load_tasks(a.dataset, a.instances, None, a.sequences)
+    if not a.merge and not any(t.instance_id in preds for t in tasks):
+        chosen = " chosen by --instances/--sequences" if a.instances or a.sequences else ""
+        raise UsageError(
+            f"None of the {len(preds)} predictions in {Path(a.predictions).name} names one of the {len(tasks)} tasks of "
+            f"{a.dataset}{chosen}, so nothing would be graded; check --dataset."
+        )
     if a.merge:
         # a task graded in several files: the last file's grading (a recheck given after the run it corrects)
         records = list({r["instance_id"]: r for f in a.merge for r in saved_records(f)}.values())

@@ -93,13 +93,17 @@ RUN_ARGS = (
 )
 def cmd_run(a):
     "The estimate, then validation, retrieval study and cells of the plan; `--json`: the run's summary (or the estimate)."
+    if Path(a.out).exists() and not Path(a.out).is_dir():
+        raise UsageError(f"--out {a.out} is a file; give a folder for the results (it is made if missing).")
     cfg = run_config(a.plan, {k: getattr(a, k) for k in FLAG_KEYS})  # checked, loaded and expanded once
     plan, (workers, engine) = cfg.plan, run_settings(cfg, None, a.engine)
     tcells = transfer.expand_transfer(cfg)  # a plan that cannot measure transfer is refused here
     if tcells and engine != "local":
         raise UsageError("Transfer cells run with --engine local only; use it, or drop the plan's transfer.")
-    for spec in dict.fromkeys(c.model for c in cfg.cells) if not a.dry_run and engine != "ray" else ():
-        model_ready(spec)  # a key not set or a server down: one sentence now (Ray's workers may hold what we lack)
+    for spec in dict.fromkeys(c.model for c in cfg.cells) if engine != "ray" else ():
+        model_ready(
+            spec
+        )  # a key not set or a server down: one sentence now, dry run too (Ray's workers may hold what we lack)
     est = estimate_cells(list(cfg.cells) + tcells, cfg.bench, a.out, workers)
     print(estimate_text(est))
     if also := [

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from ..base.core import InputFileError, read_regular, wilson
 from ..base.labels import counted_verdict
@@ -62,6 +63,11 @@ def eval_state_predictions(data: dict, condition: str | None, model: str | None 
 
 def read_predictions(path, condition: str | None = None, model: str | None = None) -> dict:
     "instance_id -> patch of a SWE-bench predictions file or of an eval_state.json's `condition`; bad input: `ValueError`."
+    if not Path(path).exists():  # named for what it is, not for the reader that would open it
+        raise ValueError(
+            f"The predictions file {path} does not exist; give SWE-bench predictions (JSON lines of instance_id and "
+            "model_patch) or an eval_state.json."
+        )
     try:
         data = json.loads(read_regular(path, "predictions file"))
     except (ValueError, FileNotFoundError):  # JSON lines, not JSON or no file: the replay reader says which

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+import re
 import warnings
 
 import numpy as np
@@ -18,7 +19,7 @@ from ..models.model_base import model_spec, with_retries
 from ..models.models import classify_http
 
 # %% auto #0
-__all__ = ['normalise', 'HashingEmbedder', 'MiniLMEmbedder', 'APIEmbedder', 'make_embedder']
+__all__ = ['normalise', 'HashingEmbedder', 'MiniLMEmbedder', 'APIEmbedder', 'check_embedder', 'make_embedder']
 
 # %% ../../nbs/memory/07d_embedders.ipynb #a1fa2733
 sklearn_text = lazy_module("sklearn.feature_extraction.text")
@@ -104,9 +105,20 @@ def _post(self: APIEmbedder, texts: list) -> list:
     r.raise_for_status()
     return [x["embedding"] for x in sorted(r.json()["data"], key=lambda x: x["index"])]
 
+# %% ../../nbs/memory/07d_embedders.ipynb #4e518464
+def check_embedder(spec) -> str:
+    "`spec` when it names an embedder `make_embedder` makes, without making it (no weights loaded); else `MemoryError_` in one sentence."
+    if isinstance(spec, str) and (spec == "minilm" or re.fullmatch(r"hashing(-[1-9][0-9]{0,5})?", spec)):
+        return spec
+    if isinstance(spec, str) and spec.startswith("openai:"):
+        model_spec(spec)  # a malformed one: its own sentence
+        return spec
+    raise MemoryError_(f"Unknown embedder {spec!r}; use minilm, hashing, hashing-<dim> or openai:<base_url>:<model>.")
+
 # %% ../../nbs/memory/07d_embedders.ipynb #5b136abd
 def make_embedder(spec: str = "minilm"):
     "An embedder by name: 'minilm', 'hashing' (or 'hashing-<dim>'), 'openai:<base_url>:<model>'."
+    check_embedder(spec)
     if spec == "minilm":
         return MiniLMEmbedder()
     if spec.startswith("hashing"):

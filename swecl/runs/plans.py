@@ -24,6 +24,8 @@ from swecl.base.core import (
     read_regular,
     sha256_file,
 )
+from ..memory.embedders import check_embedder
+from ..memory.experience import MemoryError_
 from ..memory.leakage import RETEST_MEMORY
 from ..memory.memory import MemorySetting
 from ..metrics.metrics import parse_schedule
@@ -220,6 +222,11 @@ def check_names(plan: dict) -> None:
     for k, v in ((k, plan[k]) for k in ("dataset", "sandbox", "embedder") if k in plan):
         if not is_str(v):
             raise RunError(f"The plan's {k} must be a name, not {v!r}.")
+    for e in [plan.get("embedder", "minilm"), *(plan.get("retrieval_study") or [])]:
+        try:  # a typo here would fail only when the first memory cell starts, hours in
+            check_embedder(e)
+        except MemoryError_ as ex:
+            raise RunError(f"The plan's embedder: {ex}") from None
 
 # %% ../../nbs/runs/11a_plans.ipynb #8c3e0d02
 def check_values(plan: dict) -> None:
