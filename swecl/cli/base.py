@@ -23,13 +23,14 @@ from .. import __version__
 from ..base.core import InfraError
 from ..base.lazy import lazy_module
 from ..base.schema import DatasetError
+from ..base.stop import StopRequested, stop_handlers, stop_status
 from ..report.parts import term_text
 
 # %% auto #0
 __all__ = ['COMMAND_TABLE', 'OWN_ERRORS', 'MACHINE_ERRORS', 'COUNT', 'POSITIVE', 'SECONDS', 'ARG_TYPES', 'DATASET_HELP',
            'INTERRUPTED', 'arg', 'command', 'UsageError', 'bad_input', 'machine_sentence', 'number', 'write_json',
            'write_text', 'output_file', 'frame_text', 'Parser', 'default_text', 'HelpFormatter', 'args_of', 'parser',
-           'quiet_logging', 'quiet_stdout', 'dispatch', 'call']
+           'quiet_logging', 'quiet_stdout', 'dispatch', 'run_command', 'call']
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #9845d63a
 pd = lazy_module("pandas")
@@ -263,16 +264,24 @@ def dispatch(commands: list, argv=None) -> int:
         p.print_help()
         return 2
     quiet_logging()
+    with stop_handlers():  # SIGINT and SIGTERM recorded: a stop swallowed on the way still ends the command
+        return run_command(a)
+
+
+def run_command(a) -> int:
+    "Run the parsed command `a`; its exit status, with each kind of failure as one line (see `dispatch`)."
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
             a.fn(a)
+        if stop_status():  # asked to stop where the raise was swallowed, and nothing checked since: still a stop
+            raise StopRequested(stop_status() - 128)
         return 0
     except SystemExit as e:  # a command's own exit status (validate: 1 on unexpected verdicts; sandbox: the command's)
         return e.code
-    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback, and the shell's status for SIGINT
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: one line, not a traceback, and the shell's status for the signal
         print(f"swecl {a.command}: interrupted{INTERRUPTED.get(a.command, '')}.", file=sys.stderr)
-        return 130
+        return stop_status() or 130
     except BrokenPipeError:  # the reader went away (`swecl show … | head`): nothing more to say, and no error
         quiet_stdout()
         return 0

@@ -202,9 +202,11 @@ def run_verdicts(path) -> dict:
     ):
         return data  # several runs in one file
     try:
-        return {p.stem: read_official(p)}
+        verdicts = read_official(p)
     except ValueError as e:
         raise UsageError(f"--runs {path}: {e}") from None
+    empty = data.get("empty_patch_ids", []) if isinstance(data, dict) else []  # a summary's empty patch: not resolved
+    return {p.stem: dict.fromkeys(empty, False) | verdicts}
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #7ec621c6
 def spread_lines(runs: dict, identical: list | None = None) -> tuple:
@@ -244,7 +246,12 @@ def cmd_metrics(a):
     if bool(a.attempts) == bool(a.runs):
         raise UsageError("Give --attempts (a run's attempts) or --runs (several runs' verdicts), one of the two.")
     if a.runs:
-        runs = {name: v for f in a.runs for name, v in run_verdicts(f).items()}
+        runs = {}
+        for f in a.runs:
+            for name, v in run_verdicts(f).items():
+                if name in runs:  # two files of one name (seed0/regrade.json, seed1/regrade.json) are two runs
+                    raise UsageError(f"--runs: two runs are named {name!r} ({f} is the second); rename one file.")
+                runs[name] = v
         lines, record = spread_lines(runs, a.identical)
         print("\n".join(lines))
         return write_json(a.json, record)

@@ -238,9 +238,9 @@ def cmd_regrade(a):
         tables["disagreements"] = with_official_logs(tables["disagreements"], b.tasks, records, a.official_logs)
     text = regrade_markdown(tables, a.title, note)
     print(text)
-    if line := harness_out_line(a, records, tasks, preds, model_name(a), gradable):
-        print(line)
     write_text(a.out, text) if a.out else None
     run = {"run": a.run, "condition": a.condition} if a.run else {}
     about = {"title": a.title, "note": note, "dataset": a.dataset} | ({"source": a.source} if a.source else {})
     write_json(a.json, about | run | {"records": machine_free(records)} | tables)
+    if line := harness_out_line(a, records, tasks, preds, model_name(a), gradable):  # after swecl's own files
+        print(line)

@@ -254,8 +254,8 @@ VALIDATE_ARGS = (
 # %% ../../nbs/cli/13c_cli_tasks.ipynb #8c3c36e6
 def onto_files(paths: list, dataset: str) -> dict:
     "The earlier gradable files `--onto` names, each laid over the one before, as one file of `dataset`."
-    tasks = datasets.load(dataset).tasks
-    files = [validation.read_onto(p, dataset, tasks) for p in paths]
+    b = datasets.load(dataset)  # its loaded name says its definition of resolved (a ContextBench file by path too)
+    files = [validation.read_onto(p, dataset, b.tasks, validation.resolved_definition(b.name)) for p in paths]
     out = files[0]
     for f in files[1:]:
         out = validation.gradable_onto(out, f)
@@ -291,11 +291,11 @@ def cmd_validate(a):
             f"# Harness validation: {a.dataset}\n\nGold patches must resolve and empty patches must not ({what}).\n\n"
         )
         write_text(a.out, head + "\n\n".join(tables) + "\n")
+    write_json(a.json, records)  # before SWE-bench's files: a failure there loses neither
     gold = [r for r in records if r["policy"] == "gold"]  # the harness grades no empty patch: only gold is written
     ts = [t for t in datasets.load(a.dataset).tasks if t.instance_id in {r["instance_id"] for r in gold}]
     if line := harness_out_line(a, gold, ts, {t.instance_id: t.patch for t in ts}, "gold"):
         print(line)
-    write_json(a.json, records)
     bad = sum(r["unexpected"] for r in rows) if rows else (joined[-1]["unexpected"] if joined else 0)
     if bad:
         raise SystemExit(1)

@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from ..base.core import die_with_parent
 from ..base.labels import Label
+from ..base.stop import checkpoint
 from .grading import Grade, grade, mark_infra
 
 # %% auto #0
@@ -93,6 +94,7 @@ def _pool_results(jobs, groups, sandbox, grader, log_dir, workers, bar) -> list:
         futures = [pool.submit(grade_group, [jobs[i] for i in g], sandbox, grader, log_dir, done) for g in groups]
         try:
             while not all(f.done() for f in futures):
+                checkpoint()
                 with contextlib.suppress(queue.Empty):  # the half-second wait lets the loop see a group end
                     bar.update(done.get(timeout=0.5))
         except BaseException:  # Ctrl-C: the groups not yet started never start
@@ -154,5 +156,6 @@ def grade_jobs(
 def bar_iter(items: list, bar):
     "`items`, moving `bar` after each."
     for x in items:
+        checkpoint()  # a stop that a library swallowed ends the run here
         yield x
         bar.update(1)

@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..base.core import component_problem, write_atomic
 from ..base.labels import counting
 from ..base.schema import Task
 from .official import PASS
 
 # %% auto #0
 __all__ = ['SUMMARY_LISTS', 'outcome', 'tests_status', 'swecl_counting', 'instance_report', 'run_summary', 'harness_name',
-           'write_harness_results', 'prediction_model']
+           'harness_dir', 'write_harness_results', 'prediction_model']
 
 # %% ../../nbs/grading/04m_run_report.ipynb #98c7804e
 SUMMARY_LISTS = ("resolved", "unresolved", "error", "empty_patch")  # where a submitted prediction ends up
@@ -51,6 +52,7 @@ def swecl_counting(r: dict, gradable: set | None = None) -> dict:
     "How swecl counted a grading, in words: its list, its label, its flags."
     c = counting(r)
     out = {"counted_as": outcome(r, gradable), "label": c.label, "flagged": list(r.get("suspicious") or [])}
+    out["f2p_resolved"] = bool(r.get("f2p_resolved"))  # SWE-ContextBench's resolved, beside SWE-bench's
     if gradable is not None and r["instance_id"] not in gradable:
         out["not_gradable_here"] = True
     return out | ({"evidence": r["evidence"]} if r.get("evidence") else {})
@@ -114,33 +116,49 @@ def harness_name(model: str) -> str:
     "The folder SWE-bench's harness names for a model (its `/` as `__`)."
     return model.replace("/", "__")
 
+# %% ../../nbs/grading/04m_run_report.ipynb #fa3453b9
+def harness_dir(out: Path, *parts: str) -> Path:
+    "The folder `out/parts…`, made; `ValueError` when any part of it is a symlink (the results would be written through it)."
+    d = Path(out)
+    for p in ("", *parts):
+        d = d / p if p else d
+        if d.is_symlink():
+            raise ValueError(f"{d} is a symlink; SWE-bench's results are written only into real folders.")
+        d.mkdir(parents=True, exist_ok=True)
+    return d
+
 # %% ../../nbs/grading/04m_run_report.ipynb #0a137555
 def write_harness_results(
     out, records: list, tasks: list, predictions: dict, model: str, run_id: str = "swecl", gradable: set | None = None
 ) -> Path:
     "Write the run summary `<model>.<run_id>.json` and `logs/run_evaluation/<run_id>/<model>/<id>/` (`patch.diff`, `report.json` or, for an error, `run_instance.log`) under `out`; the summary's path."
     out, by_id = Path(out), {t.instance_id: t for t in tasks}
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"{out} is a file; give a folder for SWE-bench's results (it is made if missing).")
-    summary = run_summary(records, predictions, list(by_id), gradable)
-    base = out / "logs" / "run_evaluation" / run_id / harness_name(model)
-    for r in records:
-        iid = r["instance_id"]
-        if iid not in by_id or iid not in predictions:
-            continue
-        d = base / iid
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "patch.diff").write_text(predictions[iid] or "")
+    if out.exists() and not out.is_dir() or out.is_symlink():
+        raise ValueError(
+            f"{out} is a file or a symlink; give a folder for SWE-bench's results (it is made if missing)."
+        )
+    for what, name in (("run id", run_id), ("model name", harness_name(model))):
+        if why := component_problem(name):
+            raise ValueError(f"The {what} {name!r} {why}; SWE-bench's files are named with it.")
+    latest = {r["instance_id"]: r for r in records}  # a task graded twice (merged runs): its last grading
+    summary = run_summary(list(latest.values()), predictions, list(by_id), gradable)
+    base = ("logs", "run_evaluation", run_id, harness_name(model))
+    for iid, r in latest.items():
+        if iid not in by_id or iid not in predictions or component_problem(iid):
+            continue  # an id that is no folder name (`../x`) was never graded: the summary lists it, no file does
+        d = harness_dir(out, *base, iid)
+        for stale in ("report.json", "run_instance.log"):  # an earlier run's verdict must not outlive this one
+            (d / stale).unlink(missing_ok=True)
+        write_atomic(d / "patch.diff", lambda f: f.write(predictions[iid] or ""))
         if rep := instance_report(r, by_id[iid], gradable):
-            (d / "report.json").write_text(json.dumps(rep, indent=4))
+            write_atomic(d / "report.json", lambda f: json.dump(rep, f, indent=4))
         else:
             why = swecl_counting(r, gradable)
-            (d / "run_instance.log").write_text(
-                f"swecl: {why['counted_as']}; label {why['label'] or 'none'}; {r.get('error') or ''}\n{why.get('evidence', '')}\n"
-            )
-    path = out / f"{harness_name(model)}.{run_id}.json"
-    path.write_text(json.dumps(summary, indent=4))
-    return path
+            log = f"swecl: {why['counted_as']}; label {why['label'] or 'none'}; {r.get('error') or ''}\n{why.get('evidence', '')}\n"
+            write_atomic(d / "run_instance.log", lambda f: f.write(log))
+    return write_atomic(
+        harness_dir(out) / f"{harness_name(model)}.{run_id}.json", lambda f: json.dump(summary, f, indent=4)
+    )
 
 # %% ../../nbs/grading/04m_run_report.ipynb #e0a5bbba
 def prediction_model(path) -> str | None:
@@ -148,7 +166,10 @@ def prediction_model(path) -> str | None:
     text = Path(path).read_text(errors="replace")
     try:
         rows = json.loads(text)
-        rows = rows if isinstance(rows, list) else list(rows.values()) if isinstance(rows, dict) else []
+        one = isinstance(rows, dict) and "instance_id" in rows  # a JSON lines file of one row
+        rows = (
+            [rows] if one else rows if isinstance(rows, list) else list(rows.values()) if isinstance(rows, dict) else []
+        )
     except ValueError:
         rows = []
         for line in text.splitlines():
@@ -156,4 +177,5 @@ def prediction_model(path) -> str | None:
                 rows.append(json.loads(line))
             except ValueError:
                 continue
-    return next((r["model_name_or_path"] for r in rows if isinstance(r, dict) and r.get("model_name_or_path")), None)
+    names = (r.get("model_name_or_path") for r in rows if isinstance(r, dict))
+    return next((n for n in names if isinstance(n, str) and n), None)

@@ -292,7 +292,7 @@ def load_gradable(dataset: str) -> dict | None:
     return read_gradable(p) if p.exists() else None
 
 # %% ../../nbs/grading/04a_validation.ipynb #1f9f0527
-SAME_TASK = ("base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS", "version")  # what a verdict rests on
+SAME_TASK = GRADING_FIELDS + ("version",)  # what a verdict rests on: the twin rule's fields and the env's version
 
 # %% ../../nbs/grading/04a_validation.ipynb #3bb65cbf
 def borrowed(g: dict, theirs: list, ours: list, dataset: str) -> dict:
@@ -323,14 +323,14 @@ def gradable_onto(old: dict, new: dict) -> dict:
     return machine_free({"dataset": new["dataset"], "note": note, "gradable": gradable, "other": other})  # old kept too
 
 # %% ../../nbs/grading/04a_validation.ipynb #67df447c
-def read_onto(path, dataset: str, tasks: list | None = None) -> dict:
-    "The gradable file at `path` as `dataset`'s: its own, or another dataset's entries of the tasks defined the same (`borrowed`, given `dataset`'s `tasks`); `ValueError` in one sentence otherwise."
+def read_onto(path, dataset: str, tasks: list | None = None, definition: str | None = None) -> dict:
+    "The gradable file at `path` as `dataset`'s: its own, or another dataset's entries of the tasks defined the same (`borrowed`, given `dataset`'s `tasks` and its definition of resolved); `ValueError` in one sentence otherwise."
     d = read_gradable(path)
     if d.get("dataset") == dataset:
         return d
-    if tasks is None or d.get("dataset") not in KNOWN:
+    if tasks is None or not isinstance(d.get("dataset"), str) or d["dataset"] not in KNOWN:
         raise ValueError(f"{path} is a gradable file of {d.get('dataset')}, not {dataset}; pass that dataset's own.")
-    if resolved_definition(d["dataset"]) != resolved_definition(dataset):
+    if resolved_definition(d["dataset"]) != (definition or resolved_definition(dataset)):
         raise ValueError(
             f"{path} is a gradable file of {d['dataset']}, which counts a task resolved by another definition than "
             f"{dataset} does ({resolved_definition(d['dataset'])}); its verdicts cannot stand for {dataset}'s."

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..base.labels import infra_label
+from ..base.labels import counted_verdict, infra_label
 from ..base.lazy import lazy_module
 from ..grading.validation import expected, load_gradable
 from ..memory.leakage import RETEST_MEMORY
@@ -34,8 +34,8 @@ from .recorded import regrade_section
 __all__ = ['RETRIEVAL_COLUMNS', 'RETRIEVAL_KEYS', 'CELL_KEYS', 'RETEST_LABELS', 'MAX_HEATMAPS', 'TABLE3_COLUMNS',
            'validation_gradings', 'validation_counts', 'validation_section', 'retrieval_table', 'retrieval_section',
            'cell_config', 'load_results', 'infra_section', 'no_model_notes', 'coverage', 'describe_runs',
-           'run_coverage', 'cl_section', 'curves_section', 'none_spread', 'paired_table', 'paired_section',
-           'table3_section', 'agent_sections', 'results_sections']
+           'run_coverage', 'cl_section', 'curves_section', 'counted_firsts', 'none_spread', 'paired_table',
+           'paired_section', 'table3_section', 'agent_sections', 'results_sections']
 
 # %% ../../nbs/report/12a_report_results.ipynb #24f66235
 pd = lazy_module("pandas")
@@ -289,10 +289,18 @@ def _paired_counts(mem: pd.Series, base: pd.Series) -> dict | None:
         "p_exact_mcnemar": t["p_value"],
     }
 
+# %% ../../nbs/report/12a_report_results.ipynb #735a43b4
+def counted_firsts(firsts: pd.DataFrame) -> pd.DataFrame:
+    "First attempts with `resolved` as every rate counts it (`base.labels`: a flagged one is not resolved), those a label leaves out dropped."
+    if firsts.empty:
+        return firsts
+    counted = [counted_verdict(r) for r in firsts.to_dict("records")]
+    return firsts.assign(resolved=counted)[[c is not None for c in counted]]
+
 # %% ../../nbs/report/12a_report_results.ipynb #2b2d6dae
 def none_spread(firsts: pd.DataFrame, model: str):
     "The `RunSpread` of `model`'s seeds of the `none` condition (identical runs of one agent), or None with fewer than two."
-    g = firsts[(firsts.model == model) & (firsts.condition == "none")]
+    g = counted_firsts(firsts[(firsts.model == model) & (firsts.condition == "none")])
     runs = {f"seed {s}": dict(zip(h.instance_id, h.resolved.astype(bool))) for s, h in g.groupby("seed")}
     try:
         return run_spread(runs) if len(runs) > 1 else None
@@ -302,15 +310,21 @@ def none_spread(firsts: pd.DataFrame, model: str):
 # %% ../../nbs/report/12a_report_results.ipynb #2f1a6ffe
 def paired_table(firsts: pd.DataFrame) -> pd.DataFrame:
     "Per model, seed and memory condition: rates with and without memory on the common tasks, their difference beside the spread of identical runs (the model's seeds without memory) when known, and McNemar's exact p."
-    rows = []
-    for (model, seed), g in firsts.groupby(["model", "seed"]):
-        base, noise = g[g.condition == "none"].set_index("instance_id").resolved, none_spread(firsts, model)
+    rows, firsts = [], counted_firsts(firsts)
+    keys = [k for k in ("dataset", "model", "seed") if k in firsts]  # two datasets may share task ids: never pooled
+    for key, g in firsts.groupby(keys):
+        *_, model, seed = key
+        same = firsts[firsts.dataset == key[0]] if "dataset" in keys else firsts
+        base, noise = g[g.condition == "none"].set_index("instance_id").resolved, none_spread(same, model)
         for cond, h in g[g.condition != "none"].groupby("condition"):
             if (counts := _paired_counts(h.set_index("instance_id").resolved, base)) is not None:
                 diff = counts["memory_rate"] - counts["none_rate"]
                 spread = {"identical_runs_spread": noise.spread if noise else float("nan")}
                 spread["beyond_noise"] = beyond_noise(diff, noise) if noise else None
-                rows.append({"model": model, "seed": seed, "condition": cond} | counts | {"difference": diff} | spread)
+                ds = {"dataset": key[0]} if "dataset" in keys else {}
+                rows.append(
+                    ds | {"model": model, "seed": seed, "condition": cond} | counts | {"difference": diff} | spread
+                )
     return pd.DataFrame(rows)
 
 # %% ../../nbs/report/12a_report_results.ipynb #ca91f3f0

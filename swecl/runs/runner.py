@@ -23,6 +23,7 @@ from ..agent.agent import solve
 from ..base.core import InfraError, append_jsonl, die_with_parent, ensure_manifest, read_jsonl, sha256_file
 from ..base.labels import Label
 from ..base.schema import Task
+from ..base.stop import checkpoint
 from ..grading.parallel import start_ray
 from ..grading.validation import NOT_GRADABLE, left_out_result, not_gradable
 from ..memory.experience import experience_from_attempt
@@ -265,6 +266,7 @@ def run_attempts(cell, st, mem, agent: tuple, tasks: list, todo: list, progress:
     streak = 0
     with CellProgress(cell.id, len(todo), progress) as bar:  # a bar in a terminal, else plain lines
         for key in todo:
+            checkpoint()  # a stop asked during the last attempt, even one a library swallowed, ends the cell here
             bar.update(rec := run_attempt(cell, st, mem, *agent[:3], tasks, key, agent[3]))
             streak = streak + 1 if is_model_error(rec) else 0
             if streak >= max_model_errors:
@@ -355,7 +357,10 @@ def run_cells(
         raise RunError(f"Unknown engine {engine!r}; use one of {', '.join(ENGINES)}.")
     quiet = not progress or None  # None: tqdm draws its bar only in a terminal
     if workers <= 1:
-        return [_run_cell_safe(c, str(out), bench, progress) for c in tqdm(cells, desc="cells", disable=quiet)]
+        return [
+            checkpoint() or _run_cell_safe(c, str(out), bench, progress)
+            for c in tqdm(cells, desc="cells", disable=quiet)
+        ]
     ctx = mp.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)) as ex:
         futs = [ex.submit(_run_cell_safe, c, str(out), bench, progress) for c in cells]  # pickled to the workers
