@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 
@@ -51,13 +52,20 @@ def stop_status() -> int | None:
 def stop_handlers():
     "Within: SIGINT and SIGTERM are recorded and raised (`on_stop_signal`); after: the handlers before, and no record."
     main = threading.current_thread() is threading.main_thread()  # signal handlers belong to the main thread
-    before = {s: signal.getsignal(s) for s in STOP_SIGNALS} if main else {}
+    before, hook = ({s: signal.getsignal(s) for s in STOP_SIGNALS} if main else {}), sys.unraisablehook
     REQUESTED.clear()
+
+    def swallowed(u):  # a stop raised where Python ignores it: recorded, raised again at the next checkpoint
+        if not isinstance(u.exc_value, KeyboardInterrupt):
+            hook(u)
+
     try:
         for s in before:
             signal.signal(s, on_stop_signal)
+        sys.unraisablehook = swallowed if main else hook
         yield
     finally:
         for s, h in before.items():
             signal.signal(s, h)
+        sys.unraisablehook = hook
         REQUESTED.clear()
