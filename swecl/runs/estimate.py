@@ -22,8 +22,8 @@ from .transfer import condition_label
 
 # %% auto #0
 __all__ = ['POOL_FILE', 'TOKENS', 'PRIORS', 'PRIOR_SOURCE', 'LOCAL_URL', 'WIDTH', 'MODEL_WIDTH', 'measure_priors', 'prices',
-           'records', 'observed', 'per_attempt', 'capped', 'done_attempts', 'total', 'estimate_cells', 'money',
-           'duration', 'tokens_text', 'estimate_table', 'compact', 'estimate_text']
+           'records', 'observed', 'per_attempt', 'capped', 'done_attempts', 'total', 'settings_lines', 'estimate_cells',
+           'money', 'duration', 'tokens_text', 'estimate_table', 'compact', 'estimate_text']
 
 # %% ../../nbs/runs/11b_estimate.ipynb #a6a8adca
 pd = lazy_module("pandas")
@@ -131,6 +131,22 @@ def total(values: list) -> float | None:
     "The sum, or None when any value is unknown."
     return None if any(v is None for v in values) else sum(values)
 
+# %% ../../nbs/runs/11b_estimate.ipynb #24d4be45
+def settings_lines(cells: list) -> list:
+    "What the cells will run with, as the run reads it (defaults filled in): the budget per attempt, memory, seeds, schedule, sandbox, agent options."
+    if not cells:
+        return []
+    seen = lambda f: ", ".join(dict.fromkeys(str(f(c)) for c in cells))
+    limit = lambda v, unit: "none" if v is None else f"{unit}{v:g}" if unit == "$" else f"{v:g} {unit}"
+    budget = seen(lambda c: f"{c.max_steps} steps, cost {limit(c.max_cost, '$')}, time {limit(c.max_seconds, 's')}")
+    memory = seen(lambda c: f"embedder {c.embedder}, k {c.k}, {c.max_context_tokens} context tokens")
+    agent = seen(lambda c: ", ".join(f"{k} {v}" for k, v in sorted(c.agent.items())) or "defaults")
+    return [
+        f"budget per attempt: {budget}",
+        f"memory: {memory}" if any(c.memory != "none" for c in cells) else "memory: none in any cell",
+        f"seeds {seen(lambda c: c.seed)}; schedule {seen(lambda c: c.schedule)}; sandbox {seen(lambda c: c.sandbox)}; agent options {agent}",
+    ]
+
 # %% ../../nbs/runs/11b_estimate.ipynb #66bbfca1
 def estimate_cells(cells: list, bench, out=None, workers: int = 1) -> dict:
     "Per cell and in total: tasks, attempts, re-tests, attempts to run, expected tokens, cost (USD) and seconds."
@@ -157,6 +173,7 @@ def estimate_cells(cells: list, bench, out=None, workers: int = 1) -> dict:
         "cells": rows,
         "total": tot | {"cells": len(rows), "wall_seconds": wall, "workers": workers},
         "models": models,
+        "settings": settings_lines(cells),
     }
 
 # %% ../../nbs/runs/11b_estimate.ipynb #54a9d733
@@ -223,6 +240,7 @@ def estimate_text(e: dict) -> str:
         f"cost: {money(t['cost'])}"
         + ("" if t["cost"] is not None else " (a model has no price in swecl.models.model_base.PRICES)"),
         f"wall time: {duration(t['wall_seconds'])} with {t['workers']} worker(s)",
+        *e.get("settings", []),
     ]
     for m, f in e["models"].items():
         figures = f"{f['steps']:.0f} steps, {tokens_text(f)} tokens, {money(f['cost'])}, {duration(f['seconds'])}"
