@@ -22,6 +22,7 @@ MODULES = (
     "validation",
     "official",
     "run_report",
+    "failures",
     "regrade",
 )  # the folder's modules, in its order
 __getattr__, __dir__ = lazy_names(__name__, MODULES)  # a name is found when first asked for

@@ -18,8 +18,10 @@ from rich.table import Table
 from rich.text import Text
 
 from ..agent.agent import read_trajectory
+from ..base.core import InputFileError, read_regular
 from ..base.labels import counted_as, infra_label
 from ..base.lazy import lazy_module
+from ..grading.failures import failure_excerpts
 from ..memory.memory import condition_name
 from ..metrics.attempts import read_attempts, record_id
 from ..metrics.metrics import TOKEN_KINDS
@@ -28,12 +30,12 @@ from .parts import check_contained, term_text
 from ..runs.progress import failure_reason
 
 # %% auto #0
-__all__ = ['ID_FORM', 'KIND_NAMES', 'FOLD', 'CONTROL', 'LIST_COLUMNS', 'cell_records', 'cells_under', 'Attempt',
-           'experience_sources', 'load_attempt', 'attempt_file', 'matching', 'find_attempt', 'model_price',
-           'usage_by_kind', 'call_text', 'step_items', 'printable', 'fold', 'verdict', 'failed_tests_text', 'facts',
-           'attempts_frame', 'Opening', 'prompt_texts', 'memory_lead', 'opening', 'experiences', 'cost_text',
-           'step_tokens', 'usage_table', 'step_renderables', 'not_injected', 'opening_renderables', 'attempt_parts',
-           'render_attempt', 'show']
+__all__ = ['ID_FORM', 'KIND_NAMES', 'FOLD', 'CONTROL', 'MAX_GRADE_LOG_BYTES', 'WHY_TESTS', 'WHY_LINES', 'LIST_COLUMNS',
+           'cell_records', 'cells_under', 'Attempt', 'experience_sources', 'load_attempt', 'attempt_file', 'matching',
+           'find_attempt', 'model_price', 'usage_by_kind', 'call_text', 'step_items', 'printable', 'fold', 'verdict',
+           'grade_log_file', 'failure_words', 'failed_tests_text', 'facts', 'attempts_frame', 'Opening', 'prompt_texts',
+           'memory_lead', 'opening', 'experiences', 'cost_text', 'step_tokens', 'usage_table', 'step_renderables',
+           'not_injected', 'opening_renderables', 'attempt_parts', 'render_attempt', 'show']
 
 # %% ../../nbs/report/12c_trajectory.ipynb #9f6e5f2e
 pd = lazy_module("pandas")
@@ -234,6 +236,33 @@ def verdict(rec: dict) -> str:
         return f"NOT RESOLVED ({why}: the task's gold patch grades here, so the patch caused it)"
     return "RESOLVED" if rec.get("resolved") else "NOT RESOLVED"
 
+# %% ../../nbs/report/12c_trajectory.ipynb #d087e3f6
+MAX_GRADE_LOG_BYTES = 16 << 20  # a test run's log; larger ones are named, not read
+
+# %% ../../nbs/report/12c_trajectory.ipynb #5bd92873
+def grade_log_file(a: Attempt) -> Path | None:
+    "The attempt's grading log inside its cell folder, or None (not kept, a path out of the folder, a link, not a file)."
+    rel = a.record.get("grade_log")
+    if not isinstance(rel, str) or not rel or Path(rel).is_absolute() or ".." in Path(rel).parts:
+        return None
+    p = Path(a.cell_dir) / rel
+    return p if p.is_file() and not any(q.is_symlink() for q in (p, *p.parents[: len(Path(rel).parts)])) else None
+
+# %% ../../nbs/report/12c_trajectory.ipynb #98f63cb6
+def failure_words(a: Attempt, most: int = 12) -> dict:
+    "test -> the lines of the attempt's grading log that say why it failed, for each expected test that did not pass."
+    tests = [t for kind in (a.record.get("failed_tests") or {}).values() for t in kind]
+    if not tests or (p := grade_log_file(a)) is None:
+        return {}
+    try:
+        text = read_regular(p, "grading log", MAX_GRADE_LOG_BYTES).decode(errors="replace")
+    except (OSError, InputFileError):
+        return {}
+    return failure_excerpts(text, tests, most)
+
+# %% ../../nbs/report/12c_trajectory.ipynb #f8168959
+WHY_TESTS, WHY_LINES = 3, 6  # a header shows this many failed tests' words, this many lines each
+
 # %% ../../nbs/report/12c_trajectory.ipynb #865fd8be
 def failed_tests_text(failed: dict, most: int = 5) -> str:
     "The expected tests that did not pass, by kind, each with its status (FAILED, ERROR, MISSING: it never ran)."
@@ -244,8 +273,8 @@ def failed_tests_text(failed: dict, most: int = 5) -> str:
     return "; ".join(parts)
 
 
-def facts(a: Attempt) -> list:
-    "(label, text) rows of an attempt's header."
+def facts(a: Attempt, words: bool = True) -> list:
+    "(label, text) rows of an attempt's header; `words`: a row per failed test (up to `WHY_TESTS`) with its log's words."
     r, n = a.record, lambda k: r.get(k) if r.get(k) is not None else "?"
     tests = f"FAIL_TO_PASS {n('f2p_passed')}/{n('f2p_total')}, PASS_TO_PASS {n('p2p_passed')}/{n('p2p_total')}"
     rows = [
@@ -261,6 +290,10 @@ def facts(a: Attempt) -> list:
     ]  # fmt: skip
     if r.get("failed_tests"):
         rows.append(("failed tests", failed_tests_text(r["failed_tests"])))
+    for t, lines in list(failure_words(a).items())[:WHY_TESTS] if words else ():
+        rows.append(
+            (f"why {printable(t.split('::')[-1])[:60]}", "\n".join(printable(x)[:160] for x in lines[:WHY_LINES]))
+        )
     if r.get("grade_log"):
         rows.append(("grade log", printable(str(r["grade_log"]))))  # relative to the cell's folder
     if r.get("suspicious"):

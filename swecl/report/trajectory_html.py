@@ -9,6 +9,7 @@ from pathlib import Path
 
 from jinja2 import Environment
 
+from ..base.core import InputFileError, read_regular
 from ..models.model_base import smoke_label
 from . import trajectory as tj
 from .parts import Section, md_link, md_text, rel_link, term_text
@@ -16,7 +17,7 @@ from .parts import Section, md_link, md_text, rel_link, term_text
 # %% auto #0
 __all__ = ['MAX_OUTPUT', 'ENV', 'STYLE', 'PAGE_TOP', 'PAGE_OPENING', 'PAGE_STEPS', 'PAGE', 'INDEX', 'page_value', 'clip',
            'diff_lines', 'page_item', 'page_experiences', 'failed_rows', 'page_html', 'index_row', 'cell_difference',
-           'page_navs', 'write_pages', 'smoke_cells', 'trajectory_section']
+           'page_navs', 'copy_grade_log', 'write_pages', 'smoke_cells', 'trajectory_section']
 
 # %% ../../nbs/report/12d_trajectory_html.ipynb #bc523708
 MAX_OUTPUT = 20_000  # characters of one output on a page
@@ -47,9 +48,11 @@ PAGE_TOP = """<!doctype html>
 <table>
 {% for k, v in facts %}<tr><th>{{ k }}</th><td{% if k == "verdict" %} class="{{ 'ok' if resolved else 'bad' }}"{% endif %}>{{ v }}</td></tr>
 {% endfor %}</table>
+{% if log %}<p><a href="{{ log }}">the grading log</a> (the tests' whole output, copied beside this page)</p>{% endif %}
 {% if failed %}<h2>expected tests that did not pass</h2>
-<table><tr><th>kind</th><th>test</th><th>status</th></tr>
-{% for kind, test, status in failed %}<tr><td>{{ kind }}</td><td><code>{{ test }}</code></td><td>{{ status }}</td></tr>
+<table><tr><th>kind</th><th>test</th><th>status</th><th>why, in the log's words</th></tr>
+{% for kind, test, status, lines in failed %}<tr><td>{{ kind }}</td><td><code>{{ test }}</code></td><td>{{ status }}</td>
+<td>{% if lines %}<details><summary><code>{{ lines[-1] if lines[0].startswith("Traceback") else lines[0] }}</code></summary><pre>{{ lines | join("\n") }}</pre></details>{% endif %}</td></tr>
 {% endfor %}</table>{% endif %}
 """
 
@@ -128,13 +131,16 @@ def page_experiences(a: tj.Attempt, opening: tj.Opening | None) -> list:
             for e in tj.experiences(opening.memory, a.record.get("retrieved"))]  # fmt: skip
 
 
-def failed_rows(rec: dict) -> list:
-    "(kind, test, status) of every expected test of record `rec` that did not pass."
-    return [(k, t, s) for k, tests in (rec.get("failed_tests") or {}).items() for t, s in tests.items()]
+def failed_rows(rec: dict, words: dict | None = None) -> list:
+    "(kind, test, status, the log's lines on why) of every expected test of record `rec` that did not pass."
+    words = words or {}
+    return [
+        (k, t, s, words.get(t, [])) for k, tests in (rec.get("failed_tests") or {}).items() for t, s in tests.items()
+    ]
 
 # %% ../../nbs/report/12d_trajectory_html.ipynb #bd2c9a6a
-def page_html(a: tj.Attempt, index: str | None = None, nav: dict | None = None) -> str:
-    "The attempt's page; `index`: the link back to the index of all attempts; `nav`: links (`page_nav`)."
+def page_html(a: tj.Attempt, index: str | None = None, nav: dict | None = None, log: str | None = None) -> str:
+    "The attempt's page; `index`: the link back to the index of all attempts; `nav`: links (`page_nav`); `log`: the link to its grading log's copy."
     steps = [
         {"n": s.get("step", "?"), "text": ((s.get("reply") or {}).get("text") or "").strip(), "items": [page_item(it) for it in tj.step_items(s)],
          "tokens": f"{tj.step_tokens(s):,}"}
@@ -142,9 +148,9 @@ def page_html(a: tj.Attempt, index: str | None = None, nav: dict | None = None) 
     ]  # fmt: skip
     opening = tj.opening(a)
     return PAGE.render(
-        title=a.name, style=STYLE, index=index, facts=tj.facts(a), resolved=tj.verdict(a.record) == "RESOLVED",
+        title=a.name, style=STYLE, index=index, facts=tj.facts(a, words=False), resolved=tj.verdict(a.record) == "RESOLVED",
         steps=steps, diff=diff_lines(a.record.get("patch")), usage=tj.usage_by_kind(a.record), nav=nav or {},
-        opening=opening, exps=page_experiences(a, opening), failed=failed_rows(a.record),
+        opening=opening, exps=page_experiences(a, opening), failed=failed_rows(a.record, tj.failure_words(a)), log=log,
         lead=tj.memory_lead(opening.memory) if opening else "",
     )  # fmt: skip
 
@@ -202,6 +208,19 @@ def page_navs(rows: list, report: str | None = None) -> list:
         })  # fmt: skip
     return navs
 
+# %% ../../nbs/report/12d_trajectory_html.ipynb #6b674092
+def copy_grade_log(a: tj.Attempt, dest: Path) -> Path | None:
+    "The attempt's grading log copied to `dest` (a page links it: the report stands alone); None when it has none to read."
+    if (src := tj.grade_log_file(a)) is None:
+        return None
+    try:
+        data = read_regular(src, "grading log", tj.MAX_GRADE_LOG_BYTES)
+    except (OSError, InputFileError):
+        return None
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(data)
+    return dest
+
 # %% ../../nbs/report/12d_trajectory_html.ipynb #fcc967f1
 def write_pages(results: Path, out: Path, title: str = "swecl trajectories", report: str | None = None) -> list:
     "A page per attempt under `results` into `out/<cell>/<attempt>.html` and `out/index.html`; the index rows."
@@ -215,7 +234,9 @@ def write_pages(results: Path, out: Path, title: str = "swecl trajectories", rep
         page = out / row["cell"] / f"{r['attempt']}.html"
         page.parent.mkdir(parents=True, exist_ok=True)
         a = tj.load_attempt(results / r["cell"], r["record"], records[r["cell"]])
-        page.write_text(page_html(a, "../" * len(Path(row["cell"]).parts) + "index.html", nav), encoding="utf-8")
+        log = copy_grade_log(a, page.parent / "logs" / f"{r['attempt']}.log")
+        up = "../" * len(Path(row["cell"]).parts)
+        page.write_text(page_html(a, up + "index.html", nav, log and rel_link(f"logs/{log.name}")), encoding="utf-8")
     cells = {}
     for r in rows:
         cells.setdefault(r["cell"], []).append(r)
