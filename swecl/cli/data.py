@@ -256,7 +256,11 @@ def cmd_metrics(a):
         print("\n".join(lines))
         return write_json(a.json, record)
     att = metrics.read_attempts(a.attempts)
-    zs = metrics.read_attempts(a.zero_shot) if a.zero_shot else None
+    zs = metrics.read_attempts(a.zero_shot) if a.zero_shot else metrics.none_pairs(att)  # each memory cell's none cell
+    if isinstance(zs, dict) and zs:
+        print(
+            f"zero-shot rows: {len(zs)} memory cell(s) each paired with the none cell of its sequence, model and seed"
+        )
     opts = dict(n_resamples=a.n_resamples, seed=a.seed, forgetting=a.forgetting, beta=a.beta)
     df, lo = metrics.cl_from_attempts(att, zero_shot=zs, **opts), left_out(att)
     if len(df):

@@ -20,7 +20,8 @@ nan = np.nan
 # %% auto #0
 __all__ = ['nan', 'CL_KEYS', 'DEFAULT_LAMBDAS', 'LEAK_KEYS', 'parse_schedule', 'retest_plan', 'accuracy_matrix',
            'forgetting_terms', 'task_terms', 'tue', 'cl_fbeta', 'cl_metrics', 'cl_metrics_ci', 'mcnemar_exact',
-           'paired_bootstrap', 'paired_cl', 'aggregate_seeds', 'leak_counts', 'leak_free_rows', 'cl_from_attempts']
+           'paired_bootstrap', 'paired_cl', 'aggregate_seeds', 'leak_counts', 'leak_free_rows', 'none_pairs',
+           'cl_from_attempts']
 
 # %% ../../nbs/metrics/09_metrics.ipynb #03dea3c2
 pd = lazy_module("pandas")
@@ -343,16 +344,33 @@ def _sequence_ci(every: list, zs: list, n_resamples: int, seed: int, **kw) -> pd
     leaks = leak_free_rows(rs, zs, n, n_resamples, seed, **kw) + leak_counts(rs)
     return pd.concat([ci, pd.DataFrame(leaks)], ignore_index=True)
 
+# %% ../../nbs/metrics/09_metrics.ipynb #3ea83f95
+def none_pairs(attempts) -> dict:
+    "cell -> the attempts of the `none` cell of the same sequence, model and seed, for each memory cell that has one."
+    key = lambda r: (r.get("sequence_id"), r.get("model"), r.get("seed"))
+    cells, none = {}, {}
+    for r in attempts:
+        cells.setdefault(r.get("cell", ""), r)
+        if r.get("memory") == "none":
+            none.setdefault(key(r), {}).setdefault(r.get("cell", ""), []).append(r)
+    out = {}
+    for cell, r in cells.items():
+        if r.get("memory") not in (None, "none") and len(match := none.get(key(r), {})) == 1:  # one, or none is sure
+            out[cell] = next(iter(match.values()))
+    return out
+
 # %% ../../nbs/metrics/09_metrics.ipynb #c8d7aa43
 def cl_from_attempts(attempts, zero_shot=None, n_resamples: int = 2000, seed: int = 0, **kw) -> pd.DataFrame:
-    "Tidy CL metrics per (cell, sequence), infrastructure failures left out: cell, sequence_id, metric, estimate, CI, n, method."
-    zs = _zero_shot_rows(zero_shot)
+    "Tidy CL metrics per (cell, sequence), infrastructure failures left out: cell, sequence_id, metric, estimate, CI, n, method. `zero_shot`: a memory-disabled cell's attempts for every cell, or {cell: its own} (`none_pairs`)."
+    per_cell = isinstance(zero_shot, dict)
+    zs = {} if per_cell else _zero_shot_rows(zero_shot)
     groups = {}
     for r in attempts:
         groups.setdefault((r.get("cell", ""), r["sequence_id"]), []).append(r)
     frames = []
     for (cell, sid), every in sorted(groups.items()):
-        df = _sequence_ci(every, zs.get(sid, []), n_resamples, seed, **kw)
+        own = _zero_shot_rows(zero_shot.get(cell)) if per_cell else zs
+        df = _sequence_ci(every, own.get(sid, []), n_resamples, seed, **kw)
         if df is not None:
             frames.append(df.assign(cell=cell, sequence_id=sid))
     cols = ["cell", "sequence_id", "metric", "estimate", "ci_low", "ci_high", "n", "method"]
