@@ -41,7 +41,11 @@ __all__ = ['ID_FORM', 'KIND_NAMES', 'FOLD', 'CONTROL', 'MAX_GRADE_LOG_BYTES', 'W
 pd = lazy_module("pandas")
 
 # %% ../../nbs/report/12c_trajectory.ipynb #cde1d4fc
-ID_FORM = "an attempt id such as first-i1-j1-s0 (CELL/ before it when several cells have it) or a task's instance id"
+ID_FORM = (
+    "an attempt id such as first-i1-j1-s0 (the first attempt at task j=1, row i=1 of the accuracy matrix, sample 0; "
+    "retest-i5-j2-s0: task 2 again once the sequence reached task 5), with CELL/ before it when several cells have it, "
+    "or a task's instance id"
+)
 
 # %% ../../nbs/report/12c_trajectory.ipynb #471c92df
 def cell_records(cell_dir: Path) -> dict:
