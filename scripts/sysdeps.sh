@@ -55,7 +55,7 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   fi
   [ ${#missing[@]} -gt 0 ] || [ ${#tex[@]} -gt 0 ] && { apt-get update -qq >/dev/null || true; }  # once, for both installs
   if [ ${#missing[@]} -gt 0 ]; then
-    echo "sysdeps: installing ${missing[*]} with apt-get"
+    echo "sysdeps: installing ${missing[*]} with apt-get (why each: the README's System packages)"
     (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null \
       || { echo "sysdeps: apt-get could not install ${missing[*]}; install them by hand." >&2; exit 1; }
   fi
