@@ -67,6 +67,8 @@ test: install lint
 
 # JupyterLab on the notebooks (the source of the package) with the project's kernel, on 127.0.0.1 only.
 lab: install
+	@# the notebooks' kernel (python3) named for the project, so JupyterLab shows which environment runs them
+	@$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "swecl (.venv, Python $$($(BIN)/python -c 'import sys; print(sys.version.split()[0])'))" >/dev/null
 	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser --notebook-dir nbs $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # A Docker engine for the docker sandbox when none answers (root: installs docker.io and debootstrap, starts dockerd);
