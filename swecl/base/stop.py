@@ -11,11 +11,12 @@ import threading
 from contextlib import contextmanager
 
 # %% auto #0
-__all__ = ['STOP_SIGNALS', 'REQUESTED', 'StopRequested', 'on_stop_signal', 'checkpoint', 'stop_status', 'stop_handlers']
+__all__ = ['STOP_SIGNALS', 'REQUESTED', 'DEPTH', 'StopRequested', 'on_stop_signal', 'checkpoint', 'stop_status', 'stop_handlers']
 
 # %% ../../nbs/base/00d_stop.ipynb #d996b4f2
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # what asks a run to stop
 REQUESTED: list = []  # the signals received since the handlers were installed (appending is atomic)
+DEPTH: list = []  # one entry per `stop_handlers` open in the main thread: only the outermost clears the record
 
 # %% ../../nbs/base/00d_stop.ipynb #7b962195
 class StopRequested(KeyboardInterrupt):
@@ -51,21 +52,29 @@ def stop_status() -> int | None:
 @contextmanager
 def stop_handlers():
     "Within: SIGINT and SIGTERM are recorded and raised (`on_stop_signal`); after: the handlers before, and no record."
-    main = threading.current_thread() is threading.main_thread()  # signal handlers belong to the main thread
-    before, hook = ({s: signal.getsignal(s) for s in STOP_SIGNALS} if main else {}), sys.unraisablehook
+    if (
+        threading.current_thread() is not threading.main_thread() or DEPTH
+    ):  # signals are the main thread's; nested: the outer's
+        yield
+        return
+    before, hook = {s: signal.getsignal(s) for s in STOP_SIGNALS}, sys.unraisablehook
     REQUESTED.clear()
 
     def swallowed(u):  # a stop raised where Python ignores it: recorded, raised again at the next checkpoint
-        if not isinstance(u.exc_value, KeyboardInterrupt):
+        if not isinstance(u.exc_value, StopRequested):
             hook(u)
 
+    DEPTH.append(1)
     try:
         for s in before:
             signal.signal(s, on_stop_signal)
-        sys.unraisablehook = swallowed if main else hook
+        sys.unraisablehook = swallowed
         yield
     finally:
+        for s in before:  # a signal now is only recorded: the restoring below cannot be cut short
+            signal.signal(s, lambda n, f: REQUESTED.append(n))
+        sys.unraisablehook = hook
         for s, h in before.items():
             signal.signal(s, h)
-        sys.unraisablehook = hook
+        DEPTH.clear()
         REQUESTED.clear()

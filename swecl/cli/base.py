@@ -265,7 +265,10 @@ def dispatch(commands: list, argv=None) -> int:
         return 2
     quiet_logging()
     with stop_handlers():  # SIGINT and SIGTERM recorded: a stop swallowed on the way still ends the command
-        return run_command(a)
+        try:
+            return run_command(a)
+        except KeyboardInterrupt:  # a second Ctrl-C while the first one's line is printed
+            return stop_status() or 130
 
 
 def run_command(a) -> int:
@@ -278,7 +281,7 @@ def run_command(a) -> int:
             raise StopRequested(stop_status() - 128)
         return 0
     except SystemExit as e:  # a command's own exit status (validate: 1 on unexpected verdicts; sandbox: the command's)
-        return e.code
+        return stop_status() or e.code  # unless a stop was asked on the way
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: one line, not a traceback, and the shell's status for the signal
         print(f"swecl {a.command}: interrupted{INTERRUPTED.get(a.command, '')}.", file=sys.stderr)
         return stop_status() or 130

@@ -255,7 +255,8 @@ def grade_log_file(a: Attempt) -> Path | None:
 # %% ../../nbs/report/12c_trajectory.ipynb #98f63cb6
 def failure_words(a: Attempt, most: int = 12) -> dict:
     "test -> the lines of the attempt's grading log that say why it failed, for each expected test that did not pass."
-    tests = [t for kind in (a.record.get("failed_tests") or {}).values() for t in kind]
+    failed = a.record.get("failed_tests")
+    tests = [t for kind in failed.values() if isinstance(kind, dict) for t in kind] if isinstance(failed, dict) else []
     if not tests or (p := grade_log_file(a)) is None:
         return {}
     try:

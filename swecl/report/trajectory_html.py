@@ -133,9 +133,11 @@ def page_experiences(a: tj.Attempt, opening: tj.Opening | None) -> list:
 
 def failed_rows(rec: dict, words: dict | None = None) -> list:
     "(kind, test, status, the log's lines on why) of every expected test of record `rec` that did not pass."
-    words = words or {}
+    words, failed = words or {}, rec.get("failed_tests")
+    if not isinstance(failed, dict):  # a record of another shape: no rows, never a broken report
+        return []
     return [
-        (k, t, s, words.get(t, [])) for k, tests in (rec.get("failed_tests") or {}).items() for t, s in tests.items()
+        (k, t, s, words.get(t, [])) for k, tests in failed.items() if isinstance(tests, dict) for t, s in tests.items()
     ]
 
 # %% ../../nbs/report/12d_trajectory_html.ipynb #bd2c9a6a
@@ -224,7 +226,7 @@ def copy_grade_log(a: tj.Attempt, dest: Path) -> Path | None:
 # %% ../../nbs/report/12d_trajectory_html.ipynb #fcc967f1
 def write_pages(results: Path, out: Path, title: str = "swecl trajectories", report: str | None = None) -> list:
     "A page per attempt under `results` into `out/<cell>/<attempt>.html` and `out/index.html`; the index rows."
-    results, out = Path(results), Path(out)
+    results, out = Path(results).resolve(), Path(out)  # `cell/..` is named for the folder it is, never `..`
     frame = tj.attempts_frame(results).to_dict("records")
     rows = [index_row(results, r) for r in frame]
     records = {}

@@ -364,7 +364,9 @@ def run_cells(
     ctx = mp.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)) as ex:
         futs = [ex.submit(_run_cell_safe, c, str(out), bench, progress) for c in cells]  # pickled to the workers
-        return [f.result() for f in tqdm(as_completed(futs), total=len(futs), desc="cells", disable=quiet)]
+        return [
+            checkpoint() or f.result() for f in tqdm(as_completed(futs), total=len(futs), desc="cells", disable=quiet)
+        ]
 
 # %% ../../nbs/runs/11_runner.ipynb #76f33b70
 def run_plan(
