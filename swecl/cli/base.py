@@ -246,10 +246,10 @@ def quiet_stdout() -> None:
     except (OSError, ValueError, io.UnsupportedOperation):
         pass
 
-# %% ../../nbs/cli/13a_cli_base.ipynb #a414567c
+# %% ../../nbs/cli/13a_cli_base.ipynb #05e735f3
 INTERRUPTED = {"run": "; every finished attempt is kept, and the same command resumes from there"}  # what Ctrl-C leaves
 
-
+# %% ../../nbs/cli/13a_cli_base.ipynb #c23b79d9
 def dispatch(commands: list, argv=None) -> int:
     "Parse `argv`, run the command, and return its exit status."
     p = parser(commands)
@@ -270,7 +270,7 @@ def dispatch(commands: list, argv=None) -> int:
         except KeyboardInterrupt:  # a second Ctrl-C while the first one's line is printed
             return stop_status() or 130
 
-
+# %% ../../nbs/cli/13a_cli_base.ipynb #6ca6d185
 def run_command(a) -> int:
     "Run the parsed command `a`; its exit status, with each kind of failure as one line (see `dispatch`)."
     try:

@@ -24,8 +24,8 @@ from ..tasks.curriculum import build_swe_bench_cl
 # %% auto #0
 __all__ = ['BUILD_DATASET_ARGS', 'SIMILARITY_ARGS', 'METRICS_ARGS', 'DATASET_NOTES', 'LIST_ARGS', 'cmd_build_dataset',
            'table_text', 'cmd_stats', 'similarity_pairs', 'cmd_similarity', 'left_out_lines', 'run_verdicts',
-           'spread_lines', 'cmd_metrics', 'report_files', 'cmd_report', 'dataset_availability', 'gradable_text',
-           'dataset_rows', 'columns', 'cmd_list']
+           'other_run_lines', 'spread_lines', 'cmd_metrics', 'report_files', 'cmd_report', 'dataset_availability',
+           'gradable_text', 'dataset_rows', 'columns', 'cmd_list']
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #c383c73e
 matplotlib = lazy_module("matplotlib")
@@ -208,6 +208,17 @@ def run_verdicts(path) -> dict:
     empty = data.get("empty_patch_ids", []) if isinstance(data, dict) else []  # a summary's empty patch: not resolved
     return {p.stem: dict.fromkeys(empty, False) | verdicts}
 
+# %% ../../nbs/cli/13b_cli_data.ipynb #4c234169
+def other_run_lines(runs: dict, same: list) -> list:
+    "A line per run not among the identical ones `same`: its rate against their mean, beside their spread, on the tasks all graded."
+    common, out = set.intersection(*(set(runs[r]) for r in same)), []
+    for r in [r for r in runs if r not in same]:
+        if both := sorted(common & set(runs[r])):
+            ref = run_spread({x: {t: runs[x][t] for t in both} for x in same})
+            diff = sum(runs[r][t] for t in both) / len(both) - ref.mean_rate
+            out.append(f"{r} against the identical runs' mean: {noise_sentence(diff, ref)}")
+    return out
+
 # %% ../../nbs/cli/13b_cli_data.ipynb #7ec621c6
 def spread_lines(runs: dict, identical: list | None = None) -> tuple:
     "(lines to print, the JSON record) of `--runs`: each run's rate, the spread of the identical runs, every other run set beside it, the tasks that flip."
@@ -222,13 +233,7 @@ def spread_lines(runs: dict, identical: list | None = None) -> tuple:
         f"(mean {s.mean_rate:.1%}, SD {s.sd:.1%}); the spread between two of them is up to {s.spread:.1%}; "
         f"{len(s.flips)} tasks ({s.flipping_share:.0%}) do not get the same verdict in every run"
     )
-    common = set.intersection(*(set(runs[r]) for r in same))
-    for r in [r for r in runs if r not in same]:
-        both = sorted(common & set(runs[r]))
-        if both:
-            ref = run_spread({x: {t: runs[x][t] for t in both} for x in same})
-            diff = sum(runs[r][t] for t in both) / len(both) - ref.mean_rate
-            lines.append(f"{r} against the identical runs' mean: {noise_sentence(diff, ref)}")
+    lines += other_run_lines(runs, same)
     flips = sorted(s.flips.items(), key=lambda kv: (-kv[1], kv[0]))
     lines += [
         f"  {t}: resolved in {sum(runs[r][t] for r in same)} of {len(same)} runs (flip rate {f:.2f})" for t, f in flips

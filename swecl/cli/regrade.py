@@ -36,7 +36,7 @@ from ..tasks.selection import load_tasks
 # %% auto #0
 __all__ = ['EVAL_STATE_ARGS', 'REGRADE_ARGS', 'gradable_set', 'saved_records', 'regrade_tables', 'regrade_markdown',
            'recorded_verdicts', 'verdicts_on_these_patches', 'with_official_logs', 'predictions_of', 'model_name',
-           'cmd_regrade']
+           'check_something_to_grade', 'cmd_regrade']
 
 # %% ../../nbs/cli/13e_cli_regrade.ipynb #8dce9059
 def gradable_set(path: str | None, dataset: str) -> tuple:
@@ -199,6 +199,17 @@ def model_name(a) -> str:
         return a.model or "eval_state"
     return prediction_model(a.predictions) or Path(a.predictions).stem
 
+# %% ../../nbs/cli/13e_cli_regrade.ipynb #42d341c5
+def check_something_to_grade(a, preds: dict, tasks: list) -> None:
+    "`UsageError` in one sentence, before any grading, when no prediction names one of the chosen tasks."
+    if a.merge or any(t.instance_id in preds for t in tasks):
+        return
+    chosen = " chosen by --instances/--sequences" if a.instances or a.sequences else ""
+    raise UsageError(
+        f"None of the {len(preds)} predictions in {Path(a.predictions).name} names one of the {len(tasks)} tasks of "
+        f"{a.dataset}{chosen}, so nothing would be graded; check --dataset."
+    )
+
 # %% ../../nbs/cli/13e_cli_regrade.ipynb #adc75e24
 @command(
     "regrade",
@@ -211,12 +222,7 @@ def cmd_regrade(a):
     how = parallel_options(a)  # before grading: a bad option must not cost a run
     check_harness_out(a)
     b, tasks = load_tasks(a.dataset, a.instances, None, a.sequences)
-    if not a.merge and not any(t.instance_id in preds for t in tasks):
-        chosen = " chosen by --instances/--sequences" if a.instances or a.sequences else ""
-        raise UsageError(
-            f"None of the {len(preds)} predictions in {Path(a.predictions).name} names one of the {len(tasks)} tasks of "
-            f"{a.dataset}{chosen}, so nothing would be graded; check --dataset."
-        )
+    check_something_to_grade(a, preds, tasks)
     if a.merge:
         # a task graded in several files: the last file's grading (a recheck given after the run it corrects)
         records = list({r["instance_id"]: r for f in a.merge for r in saved_records(f)}.values())

@@ -22,8 +22,8 @@ from ..runs.plans import ENGINES, run_config, run_settings
 
 # %% auto #0
 __all__ = ['MAX_TOTAL_COST', 'KEY_HELP', 'RUN_FLAGS', 'RUN_ARGS', 'DRIFT_COLUMNS', 'POISON_ARGS', 'RETRIEVAL_STUDY_ARGS',
-           'cell_line', 'flag_help', 'check_cost', 'cmd_run', 'read_drift_table', 'poison_summary', 'drift_line',
-           'parse_cells', 'cmd_poison', 'cmd_retrieval_study']
+           'cell_line', 'flag_help', 'check_cost', 'checked_run', 'cmd_run', 'read_drift_table', 'poison_summary',
+           'drift_line', 'parse_cells', 'cmd_poison', 'cmd_retrieval_study']
 
 # %% ../../nbs/cli/13d_cli_runs.ipynb #11e5ecbc
 pd = lazy_module("pandas")
@@ -86,17 +86,13 @@ RUN_ARGS = (
     arg("--max-total-cost", type="amount", help=f"USD the whole run may be estimated at (default: {MAX_TOTAL_COST:g})"),
 )
 
-# %% ../../nbs/cli/13d_cli_runs.ipynb #38732f62
-@command(
-    "run",
-    *RUN_ARGS,
-)
-def cmd_run(a):
-    "The estimate, then validation, retrieval study and cells of the plan; `--json`: the run's summary (or the estimate)."
+# %% ../../nbs/cli/13d_cli_runs.ipynb #25c7f846
+def checked_run(a) -> tuple:
+    "(run config, workers, engine, transfer cells) of `swecl run`'s arguments, each checked: a mistake is one `UsageError` before anything starts."
     if Path(a.out).exists() and not Path(a.out).is_dir():
         raise UsageError(f"--out {a.out} is a file; give a folder for the results (it is made if missing).")
     cfg = run_config(a.plan, {k: getattr(a, k) for k in FLAG_KEYS})  # checked, loaded and expanded once
-    plan, (workers, engine) = cfg.plan, run_settings(cfg, None, a.engine)
+    workers, engine = run_settings(cfg, None, a.engine)
     tcells = transfer.expand_transfer(cfg)  # a plan that cannot measure transfer is refused here
     if tcells and engine != "local":
         raise UsageError("Transfer cells run with --engine local only; use it, or drop the plan's transfer.")
@@ -104,6 +100,17 @@ def cmd_run(a):
         model_ready(
             spec
         )  # a key not set or a server down: one sentence now, dry run too (Ray's workers may hold what we lack)
+    return cfg, workers, engine, tcells
+
+# %% ../../nbs/cli/13d_cli_runs.ipynb #38732f62
+@command(
+    "run",
+    *RUN_ARGS,
+)
+def cmd_run(a):
+    "The estimate, then validation, retrieval study and cells of the plan; `--json`: the run's summary (or the estimate)."
+    cfg, workers, engine, tcells = checked_run(a)  # every mistake before the estimate, nothing made yet
+    plan = cfg.plan
     est = estimate_cells(list(cfg.cells) + tcells, cfg.bench, a.out, workers)
     print(estimate_text(est))
     if also := [

@@ -12,11 +12,19 @@ from collections import Counter
 __all__ = ['PYTEST_HEADER', 'UNITTEST_HEADER', 'RULE', 'LOCATION', 'WIDTH', 'test_name_forms', 'log_blocks', 'telling_lines',
            'failure_excerpts']
 
-# %% ../../nbs/grading/04n_failures.ipynb #2e481d34
+# %% ../../nbs/grading/04n_failures.ipynb #db5e4253
 PYTEST_HEADER = re.compile(r"^_{3,} (.+?) _{3,}$")  # a failed test's block in pytest's and sympy's output
+
+# %% ../../nbs/grading/04n_failures.ipynb #998d7613
 UNITTEST_HEADER = re.compile(r"^(?:FAIL|ERROR): (.+)$")  # unittest's and Django's
+
+# %% ../../nbs/grading/04n_failures.ipynb #1f0ecae5
 RULE = re.compile(r"^(?:={5,}|-{5,}|_{5,})")  # what ends a block
+
+# %% ../../nbs/grading/04n_failures.ipynb #eccae131
 LOCATION = re.compile(r"^\S+:\d+: \S")  # pytest's `path:line: Error` under the E lines
+
+# %% ../../nbs/grading/04n_failures.ipynb #44716cc5
 WIDTH = 400  # characters kept of a line: the log is the tested code's output, of any length
 
 # %% ../../nbs/grading/04n_failures.ipynb #f52023a5

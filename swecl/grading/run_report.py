@@ -14,8 +14,8 @@ from ..base.schema import Task
 from .official import PASS
 
 # %% auto #0
-__all__ = ['SUMMARY_LISTS', 'outcome', 'tests_status', 'swecl_counting', 'instance_report', 'run_summary', 'harness_name',
-           'harness_dir', 'write_harness_results', 'prediction_model']
+__all__ = ['SUMMARY_LISTS', 'outcome', 'tests_status', 'swecl_counting', 'instance_report', 'summary_notes', 'run_summary',
+           'harness_name', 'harness_dir', 'write_harness_results', 'prediction_model']
 
 # %% ../../nbs/grading/04m_run_report.ipynb #98c7804e
 SUMMARY_LISTS = ("resolved", "unresolved", "error", "empty_patch")  # where a submitted prediction ends up
@@ -73,6 +73,21 @@ def instance_report(r: dict, task: Task, gradable: set | None = None) -> dict | 
         }
     }
 
+# %% ../../nbs/grading/04m_run_report.ipynb #1609cdc2
+def summary_notes(graded: dict, errors: set, gradable: set | None = None) -> dict:
+    "The run summary's `swecl` section: its rules, each error's label (or not graded), each flagged grading's flags."
+    return {
+        "rules": "error_ids: a label keeps the grading out of swecl's rates, the task is outside the gradable set, or "
+        "it was not graded; a flagged grading is unresolved; a patch that does not apply is unresolved",
+        "labels": {
+            i: swecl_counting(graded[i], gradable)["label"] or "not gradable here"
+            for i in sorted(errors)
+            if i in graded
+        },
+        "not_graded": sorted(i for i in errors if i not in graded),
+        "flagged": {i: r["suspicious"] for i, r in sorted(graded.items()) if r.get("suspicious")},
+    }
+
 # %% ../../nbs/grading/04m_run_report.ipynb #f6a01f6a
 def run_summary(records: list, predictions: dict, dataset_ids: list, gradable: set | None = None) -> dict:
     "SWE-bench's run summary (`schema_version` 2) of grading `records` of `predictions` (id -> patch) over a dataset of `dataset_ids`; swecl's labels and flags under `swecl`."
@@ -98,18 +113,7 @@ def run_summary(records: list, predictions: dict, dataset_ids: list, gradable: s
         **{f"{k}_ids": sorted(lists[k]) for k in ("resolved", "unresolved", "error")},
         "schema_version": 2,
     }
-    out["swecl"] = {
-        "rules": "error_ids: a label keeps the grading out of swecl's rates, the task is outside the gradable set, or it was not graded; "
-        "a flagged grading is unresolved; a patch that does not apply is unresolved",
-        "labels": {
-            i: swecl_counting(graded[i], gradable)["label"] or "not gradable here"
-            for i in sorted(lists["error"])
-            if i in graded
-        },
-        "not_graded": sorted(i for i in lists["error"] if i not in graded),
-        "flagged": {i: r["suspicious"] for i, r in sorted(graded.items()) if r.get("suspicious")},
-    }
-    return out
+    return out | {"swecl": summary_notes(graded, lists["error"], gradable)}
 
 # %% ../../nbs/grading/04m_run_report.ipynb #7d121785
 def harness_name(model: str) -> str:
