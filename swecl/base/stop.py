@@ -57,7 +57,9 @@ def stop_handlers():
     ):  # signals are the main thread's; nested: the outer's
         yield
         return
-    before, hook = {s: signal.getsignal(s) for s in STOP_SIGNALS}, sys.unraisablehook
+    # a signal the process was started ignoring (nohup, a background job) stays ignored
+    before = {s: h for s in STOP_SIGNALS if (h := signal.getsignal(s)) is not signal.SIG_IGN}
+    hook = sys.unraisablehook
     REQUESTED.clear()
 
     def swallowed(u):  # a stop raised where Python ignores it: recorded, raised again at the next checkpoint
