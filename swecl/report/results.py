@@ -310,12 +310,13 @@ def none_spread(firsts: pd.DataFrame, model: str):
 # %% ../../nbs/report/12a_report_results.ipynb #2f1a6ffe
 def paired_table(firsts: pd.DataFrame) -> pd.DataFrame:
     "Per model, seed and memory condition: rates with and without memory on the common tasks, their difference beside the spread of identical runs (the model's seeds without memory) when known, and McNemar's exact p."
-    rows, firsts = [], counted_firsts(firsts)
+    rows, firsts, spreads = [], counted_firsts(firsts), {}
     keys = [k for k in ("dataset", "model", "seed") if k in firsts]  # two datasets may share task ids: never pooled
     for key, g in firsts.groupby(keys):
         *_, model, seed = key
-        same = firsts[firsts.dataset == key[0]] if "dataset" in keys else firsts
-        base, noise = g[g.condition == "none"].set_index("instance_id").resolved, none_spread(same, model)
+        if key[:-1] not in spreads:  # one spread per dataset and model, whichever of its seeds comes first
+            spreads[key[:-1]] = none_spread(firsts[firsts.dataset == key[0]] if "dataset" in keys else firsts, model)
+        base, noise = g[g.condition == "none"].set_index("instance_id").resolved, spreads[key[:-1]]
         for cond, h in g[g.condition != "none"].groupby("condition"):
             if (counts := _paired_counts(h.set_index("instance_id").resolved, base)) is not None:
                 diff = counts["memory_rate"] - counts["none_rate"]
