@@ -60,14 +60,14 @@ def swecl_counting(r: dict, gradable: set | None = None) -> dict:
 # %% ../../nbs/grading/04m_run_report.ipynb #221337e1
 def instance_report(r: dict, task: Task, gradable: set | None = None) -> dict | None:
     "SWE-bench's `report.json` of one grading record, with swecl's counting under `swecl`; None where the harness writes none (an error, an empty patch)."
-    if outcome(r, gradable) in ("error", "empty_patch"):
+    if (kind := outcome(r, gradable)) in ("error", "empty_patch"):
         return None
     return {
         task.instance_id: {
             "patch_is_None": False,
             "patch_exists": True,
             "patch_successfully_applied": bool(r.get("patch_applied")),
-            "resolved": outcome(r, gradable) == "resolved",
+            "resolved": kind == "resolved",
             "tests_status": tests_status(task, r.get("statuses") or {}),
             "swecl": swecl_counting(r, gradable),
         }
