@@ -15,17 +15,19 @@ from ..grading import validation
 from ..grading.official import read_official
 from ..metrics import metrics
 from ..metrics.attempts import left_out
+from ..metrics.comparison import memory_vs_none, wide_tables
 from ..metrics.spread import noise_sentence, run_spread
 from ..report import report
 from ..report.parts import term_text
+from ..report.pipeline import pipeline_kind
 from ..tasks import datasets, similarity
 from ..tasks.curriculum import build_swe_bench_cl
 
 # %% auto #0
 __all__ = ['BUILD_DATASET_ARGS', 'SIMILARITY_ARGS', 'METRICS_ARGS', 'DATASET_NOTES', 'LIST_ARGS', 'cmd_build_dataset',
            'table_text', 'cmd_stats', 'similarity_pairs', 'cmd_similarity', 'left_out_lines', 'run_verdicts',
-           'other_run_lines', 'spread_lines', 'cmd_metrics', 'report_files', 'cmd_report', 'dataset_availability',
-           'gradable_text', 'dataset_rows', 'columns', 'cmd_list']
+           'other_run_lines', 'spread_lines', 'comparison_lines', 'cmd_metrics', 'report_files', 'cmd_report',
+           'dataset_availability', 'gradable_text', 'dataset_rows', 'columns', 'cmd_list']
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #c383c73e
 matplotlib = lazy_module("matplotlib")
@@ -180,6 +182,7 @@ METRICS_ARGS = (
     arg("--beta", type="amount", default=1.0, help="the β of CL-Fβ: above 1 weighs stability over plasticity"),
     arg("--n-resamples", type="positive", default=2000, help="bootstrap resamples per confidence interval"),
     arg("--seed", type="count", default=0, help="seed of the bootstrap"),
+    arg("--long", action="store_true", help="also print the tidy rows: one per cell, sequence and metric"),
 )
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #e35d7db9
@@ -241,6 +244,21 @@ def spread_lines(runs: dict, identical: list | None = None) -> tuple:
     record = {"identical": same, "tasks": s.tasks, "rates": dict(zip(same, s.rates)), "spread": s.spread, "sd": s.sd}
     return lines, record | {"flip_rates": s.flips, "runs": rows}
 
+# %% ../../nbs/cli/13b_cli_data.ipynb #957fb04e
+def comparison_lines(df, att: list, paired) -> list:
+    "What `metrics --attempts` prints: a wide table per model (`wide_tables`), then memory − none (`memory_vs_none`) when a memory cell has its none cell."
+    lines = []
+    for model, table in wide_tables(df, att).items():
+        check = f" (a pipeline check: {kind})" if model and (kind := pipeline_kind(model)) else ""
+        head = f"model {model or '(not recorded)'}{check}: each metric [95% CI] by condition"
+        lines += [head, frame_text(table, width=160), ""]
+    if len(paired):
+        lines += [
+            "memory − none: each memory cell against the none cell of its sequence, model and seed, on the tasks both graded",
+            frame_text(paired, width=200),
+        ]
+    return lines
+
 # %% ../../nbs/cli/13b_cli_data.ipynb #154a500c
 @command(
     "metrics",
@@ -268,11 +286,17 @@ def cmd_metrics(a):
         )
     opts = dict(n_resamples=a.n_resamples, seed=a.seed, forgetting=a.forgetting, beta=a.beta)
     df, lo = metrics.cl_from_attempts(att, zero_shot=zs, **opts), left_out(att)
-    if len(df):
+    if len(df) and a.long:
         print(frame_text(df, 4, width=160))
+    paired = memory_vs_none(att, a.n_resamples, a.seed)
+    print("\n".join(comparison_lines(df, att, paired)))
     for line in left_out_lines(lo):
         print(line)
-    rows = {"rows": df.to_dict("records"), "left_out": lo.to_dict("records")}
+    rows = {
+        "rows": df.to_dict("records"),
+        "memory_vs_none": paired.to_dict("records"),
+        "left_out": lo.to_dict("records"),
+    }
     write_json(a.json, {"attempts": str(a.attempts), "zero_shot": a.zero_shot} | rows)
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #da767c15

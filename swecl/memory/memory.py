@@ -12,14 +12,15 @@ import numpy as np
 from fastcore.basics import patch
 
 from ..agent.tools import Tool, ToolResult, tool_schema
+from ..base.conditions import CONTENTS, SETTINGS, condition_name  # noqa: F401
 from ..base.schema import Experience, Task
 from .embedders import APIEmbedder, HashingEmbedder, MiniLMEmbedder, make_embedder, normalise  # noqa: F401
 from .experience import MemoryError_, append_store, check_store_meta, read_store, representation
 from .leakage import RETEST_MEMORY, as_shown, hidden_from
 
 # %% auto #0
-__all__ = ['SETTINGS', 'Hit', 'FilterColumns', 'MemoryStore', 'approx_tokens', 'entry_text', 'format_memory', 'condition_name',
-           'MemorySetting', 'oracle_links', 'Memory']
+__all__ = ['Hit', 'FilterColumns', 'MemoryStore', 'approx_tokens', 'entry_text', 'format_memory', 'MemorySetting', 'oracle_links',
+           'Memory']
 
 # %% ../../nbs/memory/08_memory.ipynb #14828242
 @dataclass
@@ -216,14 +217,6 @@ def format_memory(hits: list, content: str = "summary", max_context_tokens: int 
         "Experience from earlier tasks (use it if it helps; it may be irrelevant):\n\n" + "\n\n".join(parts)
     ).strip()
 
-# %% ../../nbs/memory/08_memory.ipynb #3183ea83
-SETTINGS = ("none", "auto", "tool", "oracle")
-
-
-def condition_name(memory: str, content: str = "summary") -> str:
-    "The one spelling of a memory condition in flags, cell folders, reports and pages: `none`, `auto-summary`, …"
-    return "none" if memory == "none" else f"{memory}-{content}"
-
 # %% ../../nbs/memory/08_memory.ipynb #92dfb3f1
 @dataclass
 class MemorySetting:
@@ -241,7 +234,7 @@ class MemorySetting:
     def __post_init__(self):
         if self.mode not in SETTINGS:
             raise ValueError(f"Unknown memory setting {self.mode!r}; use one of {', '.join(SETTINGS)}.")
-        if self.content not in ("summary", "trajectory"):
+        if self.content not in CONTENTS:
             raise ValueError(f"Unknown memory content {self.content!r}; use summary or trajectory.")
         if self.retest_memory not in RETEST_MEMORY:
             raise ValueError(f"Unknown re-test memory {self.retest_memory!r}; use one of {', '.join(RETEST_MEMORY)}.")
