@@ -25,12 +25,13 @@ from ..base.lazy import lazy_module
 from ..base.schema import DatasetError
 from ..base.stop import StopRequested, stop_handlers, stop_status
 from ..report.parts import term_text
+from ..sandbox.isolation import Limits
 
 # %% auto #0
 __all__ = ['COMMAND_TABLE', 'OWN_ERRORS', 'MACHINE_ERRORS', 'COUNT', 'POSITIVE', 'SECONDS', 'ARG_TYPES', 'DATASET_HELP',
-           'INTERRUPTED', 'arg', 'command', 'UsageError', 'bad_input', 'machine_sentence', 'number', 'write_json',
-           'write_text', 'output_file', 'frame_text', 'Parser', 'default_text', 'HelpFormatter', 'args_of', 'parser',
-           'quiet_logging', 'quiet_stdout', 'dispatch', 'run_command', 'call']
+           'TIMEOUT_DEFAULT', 'INTERRUPTED', 'arg', 'command', 'UsageError', 'bad_input', 'machine_sentence', 'number',
+           'write_json', 'write_text', 'output_file', 'frame_text', 'Parser', 'default_text', 'HelpFormatter',
+           'args_of', 'parser', 'quiet_logging', 'quiet_stdout', 'dispatch', 'run_command', 'call']
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #9845d63a
 pd = lazy_module("pandas")
@@ -175,6 +176,7 @@ def frame_text(df, decimals: int = 4, width: int = 200) -> str:
 ARG_TYPES = dict(count=COUNT, positive=POSITIVE, seconds=SECONDS, amount=number(float, 0, above=True))
 ARG_TYPES |= dict(size=number(float, 1), output=output_file)
 DATASET_HELP = "a dataset: a short name (swecl list names them) or a file"
+TIMEOUT_DEFAULT = f" (default: {Limits.timeout:g})"  # the sandbox's own limit, which a --timeout left out keeps
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #70b88bb2
 class Parser(argparse.ArgumentParser):

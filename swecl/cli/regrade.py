@@ -12,7 +12,7 @@ from tabulate import tabulate
 
 from ..base.core import InputFileError, read_regular
 from ..base.portable import machine_free
-from .base import UsageError, arg, command, write_json, write_text
+from .base import TIMEOUT_DEFAULT, UsageError, arg, command, write_json, write_text
 from swecl.cli.tasks import (
     CACHED_WHY,
     COMPAT_HELP,
@@ -124,7 +124,7 @@ REGRADE_ARGS = (
     arg("--sequences", nargs="*", help="only these sequences: an id, a repository or its short name"),
     arg("--instances", nargs="*", help="only these instance ids"),
     arg("--sandbox", choices=list(SANDBOXES), default="local", help=SANDBOX_HELP),
-    arg("--timeout", type="seconds", help="seconds per test run (default: 900)"),
+    arg("--timeout", type="seconds", help="seconds per test run" + TIMEOUT_DEFAULT),
     arg("--logs", help="keep each grading log under this folder"),
     arg("--compat", action="store_true", help=COMPAT_HELP),
     arg("--no-testbeds", action="store_true", help=NO_TESTBEDS_HELP),

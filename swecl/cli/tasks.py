@@ -19,7 +19,7 @@ from tabulate import tabulate
 from ..agent import agent
 from ..agent.single_shot import solve_single_shot
 from ..base.core import MAX_INPUT_BYTES, read_regular
-from .base import DATASET_HELP, UsageError, arg, command, write_json, write_text
+from .base import DATASET_HELP, TIMEOUT_DEFAULT, UsageError, arg, command, write_json, write_text
 from ..envs.envcache import env_inventory, prune_envs, usage_by_repo
 from ..grading import validation
 from ..grading.gradecache import GradeCache
@@ -227,7 +227,7 @@ VALIDATE_ARGS = (
     arg("--instances", nargs="*", help="only these instance ids (swecl list instances names them)"),
     arg("--repos", nargs="*", help="only the tasks of these repositories (owner/name)"),
     arg("--sequences", nargs="*", help="only these sequences: an id, a repository or its short name (django sympy)"),
-    arg("--timeout", type="seconds", help="seconds per test run (default: 900)"),
+    arg("--timeout", type="seconds", help="seconds per test run" + TIMEOUT_DEFAULT),
     arg("--logs", help="keep each grading log under this folder"),
     arg("--out", help="write the table as markdown"),
     arg(
@@ -305,7 +305,7 @@ SANDBOX_ARGS = (
     arg("--dataset", default="mini", help=DATASET_HELP),
     arg("--instance", required=True, help="the task's instance id (swecl list instances names them)"),
     arg("--sandbox", choices=list(SANDBOXES), default="local", help=SANDBOX_HELP),
-    arg("--timeout", type="seconds", help="seconds the command may run (default: 900)"),
+    arg("--timeout", type="seconds", help="seconds the command may run" + TIMEOUT_DEFAULT),
     arg("--compat", action="store_true", help=COMPAT_HELP),
     arg("cmd", nargs=argparse.REMAINDER, help="-- then the command"),
 )
@@ -374,7 +374,11 @@ SOLVE_ARGS = (
         help="anthropic:<model>, openai:<base_url>:<model>, llamacpp:<gguf>, replay:<file>, scripted[:<file>] (default: $SWECL_MODEL, else scripted)",
     ),
     arg("--sandbox", choices=list(SANDBOXES), default="local", help=SANDBOX_HELP),
-    arg("--timeout", type="seconds", help="seconds each command in the sandbox may run, tests included (default: 900)"),
+    arg(
+        "--timeout",
+        type="seconds",
+        help="seconds each command in the sandbox may run, tests included" + TIMEOUT_DEFAULT,
+    ),
     arg("--compat", action="store_true", help=COMPAT_HELP),
     arg("--max-steps", type="positive", default=40, help="the agent's budget of model calls"),
     arg("--max-cost", type="amount", help="dollars"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numbers
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 
@@ -36,12 +36,12 @@ from ..tasks.datasets import load
 from ..tasks.selection import sequence_id
 
 # %% auto #0
-__all__ = ['MAX_COMPONENT', 'LATER_OPTIONS', 'COUNTS', 'NUMBERS', 'ENGINES', 'MAX_PLAN_BYTES', 'FLAGS_BASE', 'RunError',
-           'safe_component', 'legacy_folder', 'adopt_legacy_folder', 'Cell', 'check_number', 'check_list',
-           'check_conditions', 'check_group', 'check_budget', 'check_agent', 'check_transfer', 'check_names',
-           'check_values', 'check_plan', 'plan_path', 'load_plan', 'plan_sequences', 'plan_models', 'plan_cells',
-           'expand', 'split_list', 'parse_condition', 'parse_seeds', 'parse_transfer', 'apply_flags', 'plan_from_flags',
-           'RunConfig', 'run_config', 'run_settings']
+__all__ = ['MAX_COMPONENT', 'LATER_OPTIONS', 'CELL_DEFAULTS', 'CELL_PLAN_KEYS', 'COUNTS', 'NUMBERS', 'ENGINES', 'MAX_PLAN_BYTES',
+           'FLAGS_BASE', 'RunError', 'safe_component', 'legacy_folder', 'adopt_legacy_folder', 'Cell', 'check_number',
+           'check_list', 'check_conditions', 'check_group', 'check_budget', 'check_agent', 'check_transfer',
+           'check_names', 'check_values', 'check_plan', 'plan_path', 'load_plan', 'plan_sequences', 'plan_models',
+           'plan_cells', 'expand', 'split_list', 'parse_condition', 'parse_seeds', 'parse_transfer', 'apply_flags',
+           'plan_from_flags', 'RunConfig', 'run_config', 'run_settings']
 
 # %% ../../nbs/runs/11a_plans.ipynb #25cc391a
 class RunError(RuntimeError):
@@ -92,19 +92,19 @@ class Cell:
     seed: int = 0
     schedule: str = "final"
     n_samples: int = 1
-    max_steps: int = 40
-    max_cost: float | None = None
-    max_seconds: float | None = None
+    max_steps: int = AgentConfig.max_steps  # the budget's defaults are the agent's own
+    max_cost: float | None = AgentConfig.max_cost
+    max_seconds: float | None = AgentConfig.max_seconds
     sandbox: str = "local"
     embedder: str = "hashing"
-    k: int = 3
-    max_context_tokens: int = 2000
+    k: int = MemorySetting.k  # the retrieval options' defaults are MemorySetting's own
+    max_context_tokens: int = MemorySetting.max_context_tokens
     exclude_self: bool = True  # re-tests never see the task's own memory entry
     max_tasks: int | None = None  # only the first n tasks of the sequence (smoke runs)
-    successful_only: bool = False  # retrieval options of MemorySetting
-    same_sequence_first: bool = True
-    min_score: float | None = None
-    retest_memory: str = RETEST_MEMORY[0]  # what a re-test sees of later experiences (`memory.leakage`)
+    successful_only: bool = MemorySetting.successful_only
+    same_sequence_first: bool = MemorySetting.same_sequence_first
+    min_score: float | None = MemorySetting.min_score
+    retest_memory: str = MemorySetting.retest_memory  # what a re-test sees of later experiences (`memory.leakage`)
     agent: dict = field(default_factory=dict)  # AgentConfig fields other than the budget
     plan_sha256: str | None = field(default=None, compare=False)  # provenance, not configuration
 
@@ -117,6 +117,13 @@ class Cell:
             )  # fmt: skip
         except ValueError as e:
             raise RunError(str(e)) from None
+
+# %% ../../nbs/runs/11a_plans.ipynb #dd4d8838
+CELL_DEFAULTS = MappingProxyType({f.name: f.default for f in fields(Cell) if f.default is not MISSING})
+CELL_PLAN_KEYS = (  # the plan's top-level keys that are Cell fields of the same name
+    "schedule", "n_samples", "sandbox", "embedder", "max_tasks", "k", "max_context_tokens", "exclude_self",
+    "successful_only", "same_sequence_first", "min_score", "retest_memory",
+)  # fmt: skip
 
 # %% ../../nbs/runs/11a_plans.ipynb #bc9673b9
 @patch(as_prop=True)
@@ -222,7 +229,7 @@ def check_names(plan: dict) -> None:
     for k, v in ((k, plan[k]) for k in ("dataset", "sandbox", "embedder") if k in plan):
         if not is_str(v):
             raise RunError(f"The plan's {k} must be a name, not {v!r}.")
-    for e in [plan.get("embedder", "minilm"), *(plan.get("retrieval_study") or [])]:
+    for e in [plan.get("embedder", CELL_DEFAULTS["embedder"]), *(plan.get("retrieval_study") or [])]:
         try:  # a typo here would fail only when the first memory cell starts, hours in
             check_embedder(e)
         except MemoryError_ as ex:
@@ -327,21 +334,15 @@ def plan_models(plan: dict) -> list:
 # %% ../../nbs/runs/11a_plans.ipynb #90335ab4
 def plan_cells(plan: dict, bench, plan_sha256: str | None = None) -> list:
     "Cells of a checked plan: sequence × model × condition × seed, with its budget, agent and retrieval options."
-    b, g = plan.get("budget") or {}, plan.get
-    opts = dict(
-        schedule=g("schedule", "final"), n_samples=g("n_samples", 1), max_steps=b.get("max_steps", 40),
-        max_cost=b.get("max_cost"), max_seconds=b.get("max_seconds"), sandbox=g("sandbox", "local"),
-        embedder=g("embedder", "hashing"), k=g("k", 3), max_context_tokens=g("max_context_tokens", 2000),
-        exclude_self=g("exclude_self", True), max_tasks=g("max_tasks"), plan_sha256=plan_sha256,
-        successful_only=g("successful_only", False), same_sequence_first=g("same_sequence_first", True),
-        min_score=g("min_score"), agent=dict(g("agent") or {}), retest_memory=g("retest_memory", RETEST_MEMORY[0]),
-    )  # fmt: skip
+    b, d = plan.get("budget") or {}, CELL_DEFAULTS  # a key the plan leaves out takes Cell's default
+    opts = {k: plan.get(k, d[k]) for k in CELL_PLAN_KEYS} | {k: b.get(k, d[k]) for k in BUDGET_KEYS}
+    opts |= dict(agent=dict(plan.get("agent") or {}), plan_sha256=plan_sha256)
     return [
-        Cell(plan["experiment"], plan["dataset"], sid, m, c.get("memory", "none"), c.get("content", "summary"), seed, **opts)
+        Cell(plan["experiment"], plan["dataset"], sid, m, c.get("memory", d["memory"]), c.get("content", d["content"]), seed, **opts)
         for sid in plan_sequences(plan, bench)
         for m in plan_models(plan)
-        for c in plan.get("conditions") or [{"memory": "none"}]
-        for seed in plan.get("seeds") or [0]
+        for c in plan.get("conditions") or [{"memory": d["memory"]}]
+        for seed in plan.get("seeds") or [d["seed"]]
     ]  # fmt: skip
 
 
