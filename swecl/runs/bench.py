@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 
 from ..base.core import SandboxError, cache_dir
 from ..base.schema import Experience
+from ..base.terminal import bar_disable
 from ..envs.envs import copy_dists, dist_closure
 from ..grading.grading import grade
 from ..memory.memory import MemoryStore, make_embedder
@@ -58,7 +59,7 @@ def bench_sandbox(tasks: list, sandbox: LocalSandbox, baseline: bool = True, pro
     "Per-task setup seconds of LocalSandbox sessions and of a fresh clone + venv, with medians and the speed-up."
     rows = []
     sandbox.env_for(tasks[0])  # environments are built once and cached; the benchmark measures reuse
-    for t in tqdm(tasks, desc="bench sandbox", disable=not progress, unit="task"):
+    for t in tqdm(tasks, desc="bench sandbox", disable=bar_disable(progress), unit="task"):
         row = {"instance_id": t.instance_id, "sandbox_s": round(_session_seconds(sandbox, t), 4)}
         if baseline:
             row["clone_venv_s"] = round(_clone_venv_seconds(t, sandbox.mirrors), 4)
@@ -83,7 +84,7 @@ def verdict_word(g) -> str:
 def bench_grading(tasks: list, sandboxes: dict, progress: bool = True) -> dict:
     "Per task and sandbox (name -> sandbox): setup and test seconds of grading the gold patch, and the verdicts."
     rows = []
-    for t in tqdm(tasks, desc="bench grading", disable=not progress, unit="task"):
+    for t in tqdm(tasks, desc="bench grading", disable=bar_disable(progress), unit="task"):
         row = {"instance_id": t.instance_id}
         for name, sb in sandboxes.items():
             g = grade(t, t.patch, sb)
@@ -127,7 +128,7 @@ def bench_testbeds(tasks: list, mirrors: list, compat: bool = False, progress: b
     "Per task, grading seconds by phase on the old path, with testbeds cold and warm (and in `docker`); medians and the speed-up."
     old = LocalSandbox(mirrors, compat=compat, testbeds=False)
     rows, skipped = [], {}
-    for t in tqdm(tasks, desc="bench testbeds", disable=not progress, unit="task"):
+    for t in tqdm(tasks, desc="bench testbeds", disable=bar_disable(progress), unit="task"):
         try:
             old.env_for(t)
         except SandboxError as e:  # no env here (labelled as in grading): nothing to time, the others go on
@@ -239,7 +240,7 @@ def bench_memory(
     rng = np.random.default_rng(seed)
     fixed = SimpleNamespace(name=f"bench-{dim}", dim=dim)  # vectors are given; the embedder only names the store
     rows = []
-    for n in tqdm(sizes, desc="bench memory", disable=not progress):
+    for n in tqdm(sizes, desc="bench memory", disable=bar_disable(progress)):
         X, Q = _unit_vectors(rng, n, dim), _unit_vectors(rng, n_queries, dim)
         with tempfile.TemporaryDirectory() as d:
             store, add_s = _filled_store(d, X, fixed)

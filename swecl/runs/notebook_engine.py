@@ -15,10 +15,29 @@ from ..base.lazy import lazy_module
 from .plans import Cell, RunError, adopt_legacy_folder, safe_component
 
 # %% auto #0
-__all__ = ['RUN_CELL_NOTEBOOK', 'EXECUTED', 'cell_folder', 'run_cell_notebook', 'run_cells_papermill']
+__all__ = ['RUN_CELL_NOTEBOOK', 'EXECUTED', 'ipc_kernel_manager', 'execute_notebook', 'cell_folder', 'run_cell_notebook',
+           'run_cells_papermill']
 
 # %% ../../nbs/runs/11e_notebook_engine.ipynb #da095faa
 papermill = lazy_module("papermill")
+
+# %% ../../nbs/runs/11e_notebook_engine.ipynb #379cd113
+def ipc_kernel_manager():
+    "A kernel manager class whose kernels talk over IPC, not TCP (jupyter_client imported only when a notebook runs)."
+    from jupyter_client.manager import AsyncKernelManager
+
+    class IPCKernelManager(AsyncKernelManager):
+        def __init__(self, **kw):
+            super().__init__(**{"transport": "ipc"} | kw)
+
+    return IPCKernelManager
+
+
+def execute_notebook(notebook, output, parameters: dict) -> None:
+    "Run `notebook` with papermill into `output` with `parameters`, its kernel over IPC, no progress bar."
+    papermill.execute_notebook(
+        str(notebook), str(output), parameters=parameters, progress_bar=False, kernel_manager_class=ipc_kernel_manager()
+    )
 
 # %% ../../nbs/runs/11e_notebook_engine.ipynb #86ccb124
 RUN_CELL_NOTEBOOK = PROJECT_ROOT / "nbs" / "run_cell.ipynb"
@@ -44,7 +63,7 @@ def run_cell_notebook(cell: Cell, out, notebook: Path = RUN_CELL_NOTEBOOK) -> di
     summary.unlink(missing_ok=True)
     params = {"cell": json.dumps(cell.config() | {"plan_sha256": cell.plan_sha256}), "out": str(Path(out).resolve()),
               "summary_path": str(summary.resolve())}  # fmt: skip
-    papermill.execute_notebook(str(notebook), str(folder / EXECUTED), parameters=params, progress_bar=False)
+    execute_notebook(notebook, folder / EXECUTED, params)
     return json.loads(summary.read_text())
 
 # %% ../../nbs/runs/11e_notebook_engine.ipynb #27e4a369

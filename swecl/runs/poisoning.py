@@ -17,6 +17,7 @@ from ..agent.single_shot import single_shot_prompt
 from ..base.core import append_jsonl, bootstrap_ci, ensure_manifest, read_jsonl
 from ..base.lazy import lazy_module
 from ..base.schema import DIFFICULTY_LABELS, Task
+from ..base.terminal import bar_disable
 from ..memory.memory import make_embedder
 from ..models.model_base import Usage, cost, model_spec
 from ..models.models import make_model
@@ -143,7 +144,7 @@ def run_pairs(
     out.mkdir(parents=True, exist_ok=True)
     cache, f = ResponseCache(out / "cache"), out / "pairs.jsonl"
     done = {(r["poisoning_id"], r["target_id"]) for r in read_jsonl(f, "quarantine")}
-    for a, b in tqdm(pairs, desc="poisoning pairs", disable=not progress):
+    for a, b in tqdm(pairs, desc="poisoning pairs", disable=bar_disable(progress)):
         if (a.instance_id, b.instance_id) in done:
             continue
         cp, pp = clean_prompt(b, style), poisoned_prompt(a, b, style)

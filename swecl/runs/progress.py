@@ -13,6 +13,7 @@ from fastcore.basics import patch
 from tqdm import tqdm
 
 from ..base.labels import infra_label
+from ..base.terminal import bar_disable
 from ..metrics.attempts import record_id
 
 # %% auto #0
@@ -97,7 +98,14 @@ class CellProgress:
         self.last = self.t0
         bars = enabled and total > 0 and (draws_bars(self.stream) if bars is None else bars)  # None: as draws_bars
         self.bar = (
-            tqdm(total=total, desc=middle_cut(name, BAR_LABEL), unit="attempt", file=self.stream, bar_format=BAR_FORMAT)
+            tqdm(
+                total=total,
+                desc=middle_cut(name, BAR_LABEL),
+                unit="attempt",
+                file=self.stream,
+                bar_format=BAR_FORMAT,
+                disable=bar_disable(),
+            )
             if bars
             else None
         )

@@ -24,6 +24,7 @@ from ..base.core import InfraError, append_jsonl, die_with_parent, ensure_manife
 from ..base.labels import Label
 from ..base.schema import Task
 from ..base.stop import checkpoint
+from ..base.terminal import bar_disable
 from ..grading.parallel import start_ray
 from ..grading.validation import NOT_GRADABLE, left_out_result, not_gradable
 from ..memory.experience import experience_from_attempt
@@ -333,7 +334,7 @@ def run_cells_ray(cells: list, out: str | Path, progress: bool = True, bench=Non
     task = ray.remote(max_retries=2, retry_exceptions=True)(lambda c, o, b: run_cell(c, o, progress=False, bench=b))
     b = ray.put(bench) if bench is not None else None
     refs, res = {task.remote(c, str(out), b): c for c in cells}, []
-    with tqdm(total=len(refs), desc="cells", disable=not progress) as bar:
+    with tqdm(total=len(refs), desc="cells", disable=bar_disable(progress)) as bar:
         pending = list(refs)
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)

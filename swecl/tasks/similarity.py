@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 from ..base.core import cache_dir, package_file, write_atomic
 from ..base.lazy import lazy_module
 from ..base.schema import DIFFICULTY_NAMES, Benchmark, DatasetError, Sequence, row_error
+from ..base.terminal import bar_disable
 
 # %% auto #0
 __all__ = ['AUTHORS_GROUP_NAMES', 'SIMILARITY_COLUMNS', 'jaccard', 'tfidf_cosine', 'candidate_pairs', 'sample_pairs', 'all_pairs',
@@ -103,7 +104,7 @@ SIMILARITY_COLUMNS += ["group", "jaccard", "cosine"]
 def similarity_table(pairs: list, progress: bool = False, names: dict = DIFFICULTY_NAMES) -> pd.DataFrame:
     "One row per pair: repo, task ids, difficulties, difficulty group (named by `names`), jaccard, cosine."
     rows = []
-    for a, b in tqdm(pairs, desc="patch similarity", unit="pair", disable=not progress):
+    for a, b in tqdm(pairs, desc="patch similarity", unit="pair", disable=bar_disable(progress)):
         da, db = a.difficulty_score, b.difficulty_score
         vals = [a.repo, a.instance_id, b.instance_id, da, db, *_group(da, db, names)]
         vals += [jaccard(a.patch, b.patch), tfidf_cosine(a.patch, b.patch)]
