@@ -12,7 +12,7 @@ from ..base.labels import infra_label
 from ..base.lazy import lazy_module
 from ..memory.memory import condition_name
 from ..metrics.attempts import read_attempts
-from .parts import Section, md_table
+from .parts import Section, duration_text, md_table, usd_text
 from .pipeline import pipeline_kind
 from .results import cell_config
 from .trajectory import verdict
@@ -26,7 +26,7 @@ pd = lazy_module("pandas")
 # %% ../../nbs/report/12i_report_run.ipynb #192c3615
 RUN_COLUMNS = [
     "experiment", "sequence", "model", "kind", "condition", "seed", "attempts", "resolved", "resolved tasks", "re-tests",
-    "cost", "minutes", "left out",
+    "cost", "seconds", "left out",
 ]  # fmt: skip
 
 # %% ../../nbs/report/12i_report_run.ipynb #b5a22e01
@@ -66,7 +66,7 @@ def run_row(attempts_file: Path, cfg: dict) -> dict:
         "seed": cfg.get("seed"), "attempts": len(recs), "resolved": f"{len(won)}/{len(graded)}",
         "resolved tasks": ids_text(sorted({r["instance_id"] for r in won})),
         "re-tests": f"{len(rwon)}/{len(rgraded)}" if retests else "-",
-        "cost": _cost(recs), "minutes": round(sum(r.get("seconds") or 0 for r in recs) / 60, 1),
+        "cost": _cost(recs), "seconds": round(sum(r.get("seconds") or 0 for r in recs), 1),
         "left out": ", ".join(f"{k} {v}" for k, v in sorted(left.items())) or "0",
     }  # fmt: skip
 
@@ -86,14 +86,13 @@ def run_summary_section(results: Path) -> Section | None:
     if df.empty:
         return None
     known = df.cost.dropna()
-    cost = f"${known.sum():.2f}" + (" (some costs unknown)" if len(known) < len(df) else "")
-    shown = df.assign(
-        cost=[f"${c:.4f}" if c == c and c is not None else "?" for c in df.cost],
-        minutes=df.minutes.map("{:.1f}".format),
+    cost = usd_text(known.sum()) + (" (some costs unknown)" if len(known) < len(df) else "")
+    shown = df.assign(cost=df.cost.map(usd_text), seconds=df.seconds.map(duration_text)).rename(
+        columns={"seconds": "time"}
     )
     return Section(
         "Your run",
-        f"{len(df)} cell(s), {int(df.attempts.sum())} attempts, {cost}, {df.minutes.sum():.1f} minutes of attempts.\n\n"
+        f"{len(df)} cell(s), {int(df.attempts.sum())} attempts, {cost}, {duration_text(df.seconds.sum())} of attempts.\n\n"
         + md_table(shown)
         + "\n\n*`resolved`: first attempts resolved of those graded, as the metrics count them (a flagged grading is never "
         "resolved; a label the patch could have caused counts as a failure); `re-tests`: the same for re-tests after learning; "
