@@ -247,6 +247,7 @@ def _legend_issues(fig) -> list:
 @themed  # drawn as `save_figure` draws it
 def theme_issues(fig) -> list:
     "What in `fig` is off the report's theme (fonts, colours, colour maps, legends over data); [] for a themed figure."
+    fig.tight_layout()  # laid out as `save_figure` lays it out
     fig.canvas.draw()
     return _font_issues(fig) + _colour_issues(fig) + _legend_issues(fig)
 
