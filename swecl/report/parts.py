@@ -270,7 +270,7 @@ def cumulative_success(firsts: pd.DataFrame) -> pd.Series:
 @themed
 def learning_curves_plot(firsts: pd.DataFrame):
     "Cumulative first-attempt success by sequence position, one line per model × condition; the figure."
-    fig, ax = report_subplots(figsize=(7, 4))
+    fig, ax = report_subplots(figsize=(8.5, 4))  # the legend beside the lines
     draw_learning_curves(ax, firsts)
     return fig
 

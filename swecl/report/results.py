@@ -381,7 +381,7 @@ def table3_section(out: Path, firsts: pd.DataFrame, what: str) -> Section:
         + f"\n\n*First attempts per dataset × model × condition ({what}). `resolved_f2p` is SWE-ContextBench's "
         "resolved (every FAIL_TO_PASS test passes), over all n instances; `resolved` is SWE-bench's, which also needs "
         "every PASS_TO_PASS test. `patch_na` counts patches that did not apply; the test and task rates leave them out, "
-        "as the paper does. Cost uses cache-aware prices; undefined when a model's price is unknown.*",
+        "as the paper does. Times and costs are per instance (cost with cache-aware prices; `?` when a model's price is unknown).*",
         ["table3_contextbench.csv"],
     )
 
