@@ -262,7 +262,7 @@ def smoke_cells(rows: list) -> dict:
 # %% ../../nbs/report/12d_trajectory_html.ipynb #843d23ee
 def _cells_table(rows: list) -> str:
     "A markdown table of the cells of the index `rows`: each named in full and linked to its part of the index, its sequence, attempts and resolved."
-    return "| cell | sequence | attempts | resolved |\n|---|---|---|---|\n" + "".join(
+    return "| cell | sequence | attempts | resolved |\n|---|---|---:|---:|\n" + "".join(
         f"| [{md_text(c)}]({rel_link('trajectories/index.html', c)}) | {md_text(next(r['sequence'] for r in rows if r['cell'] == c))} "
         f"| {sum(r['cell'] == c for r in rows)} | {sum(r['cell'] == c and r['verdict'] == 'RESOLVED' for r in rows)} |\n"
         for c in dict.fromkeys(r["cell"] for r in rows)
