@@ -88,8 +88,8 @@ def test_scripted_cell_on_contextbench_lite_grades_the_gradable_tasks(swecl_bin,
     pipeline = readme.split("## Pipeline checks", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in pipeline.splitlines() if line.startswith("| contextbench-lite ")]
     cols = lambda line: [c.strip() for c in line.strip("|").split("|")]
-    # experiment, model, kind, condition, seed, tasks, attempts, graded, left_out, patches, ended
-    assert sorted(cols(line)[3:] for line in rows) == [
+    # experiment, sequence, model, kind, condition, seed, tasks, attempts, graded, left_out, patches, ended
+    assert sorted(cols(line)[4:] for line in rows) == [
         [cond, "0", "3", "3", "2", "needs-network 1", "0", "not-gradable 1, submitted 2"]
         for cond in ("none", "oracle/summary")
     ]

@@ -6,20 +6,50 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
+
+import numpy as np
 
 from ..base.lazy import lazy_module
 from ..base.schema import DatasetError
-from .parts import Section, ci_text, md_code, md_link, md_table, md_text
+from swecl.report.parts import (
+    Section,
+    ci_text,
+    md_code,
+    md_link,
+    md_table,
+    md_text,
+    outside_legend,
+    report_subplots,
+    save_figure,
+    themed,
+    wrap_label,
+)
 from ..runs import poisoning
 from ..tasks import datasets
 
 # %% auto #0
-__all__ = ['authors_drift', 'run_drift', 'drift_section']
+__all__ = ['drift_plot', 'authors_drift', 'run_drift', 'drift_section']
 
 # %% ../../nbs/report/12k_report_drift.ipynb #1f57bd46
 pd = lazy_module("pandas")
+
+# %% ../../nbs/report/12k_report_drift.ipynb #70962716
+@themed
+def drift_plot(by_target, title: str, threshold: float = 0.3):
+    "Figure 2 in the report's theme: mean drift per target difficulty (95% t-interval), the 'high drift' line named beside the axes; the figure."
+    bt = pd.DataFrame(by_target)
+    fig, ax = report_subplots(figsize=(5.5, 3.6))
+    err = [bt["mean"] - bt["t_low"], bt["t_high"] - bt["mean"]] if "t_low" in bt else None
+    names = [poisoning.DIFFICULTY_LABELS.get(int(d), str(d)) for d in bt.target_difficulty]
+    ax.bar(names, bt["mean"], yerr=err, capsize=4, color="C0", ecolor=".15")
+    ax.axhline(threshold, color="C3", ls="--", label=f"high drift ({threshold})")
+    for i, r in enumerate(bt.itertuples()):
+        ax.text(i, 0.02, f"n={r.n}", ha="center", color="white")
+    ax.set(xlabel="target difficulty", ylabel="drift = 1 − cos(clean, poisoned)", title=wrap_label(title, 50))
+    ax.set_ylim(0, max(1.0, float(np.nanmax(bt.get("t_high", bt["mean"]))) + 0.05))
+    outside_legend(ax)
+    return fig
 
 # %% ../../nbs/report/12k_report_drift.ipynb #a6f820fb
 def authors_drift(out: Path) -> str | None:
@@ -29,7 +59,9 @@ def authors_drift(out: Path) -> str | None:
         S = poisoning.summarize_drift(pd.read_csv(src))
     except (DatasetError, OSError):  # no data folder, or no authors' tables in it
         return None
-    poisoning.drift_figure(S, Path(out) / "drift_authors.png", "Authors' published drift (Gemini 2.0 Flash), n=14")
+    save_figure(
+        drift_plot(S["by_target"], "Authors' published drift (Gemini 2.0 Flash), n=14"), Path(out) / "drift_authors.png"
+    )
     return (
         "**The authors' published per-pair scores** (reference; no noise floor was measured):\n\n"
         + md_table(S["by_target"], ".4f")
@@ -42,19 +74,18 @@ def run_drift(out: Path, summary: Path) -> tuple | None:
     sm, run = json.loads(Path(summary).read_text()), Path(summary).parent.parent.name
     if sm["config"]["model"].startswith("scripted"):
         return None
-    name, fig = f"drift_{run}.png", Path(summary).parent / "drift_by_target.png"
-    if fig.exists():
-        shutil.copy(fig, Path(out) / name)
-    net, c = sm.get("net_drift") or {}, sm["config"]
+    net, c, name = sm.get("net_drift") or {}, sm["config"], f"drift_{run}.png" if sm.get("by_target") else None
+    if name:
+        save_figure(drift_plot(sm["by_target"], f"{run} · {c['model']} · n={sm['n_pairs']}"), Path(out) / name)
     text = (
         f"**{md_text(run)}**: {md_text(c['model'])}, embedder {md_text(c['embedder'])}, {md_text(sm['n_pairs'])} pairs, "
         f"prompts {md_code(c['style'])}. "
         f"Net drift (minus the noise floor): {ci_text(net.get('mean'), net.get('t_low'), net.get('t_high'))}; "
         f"tests: {md_code(json.dumps(sm['tests']))}\n\n"
         + md_table(pd.DataFrame(sm["by_target"]), ".4f")
-        + f"\n\n{md_link('drift', name, image=True)}"
+        + (f"\n\n{md_link('drift', name, image=True)}" if name else "")
     )
-    return text, name if fig.exists() else None
+    return text, name
 
 # %% ../../nbs/report/12k_report_drift.ipynb #6a7ef485
 def _drift_parts(out: Path, results: Path) -> tuple[list, list]:
@@ -79,6 +110,6 @@ def drift_section(out: Path, results: Path) -> Section | None:
         "Prompt-poisoning drift (Figure 2)",
         "\n\n".join(parts)
         + "\n\n*Drift = 1 − cos(emb(clean), emb(poisoned)); bars: mean with 95% t-interval (the authors' method); the "
-        "table adds BCa bootstrap intervals. Red line: the paper's 0.3 'high drift' threshold.*",
+        "table adds BCa bootstrap intervals. Red dashed line: the paper's 0.3 'high drift' threshold.*",
         files,
     )

@@ -5,6 +5,7 @@
 # %% ../../nbs/report/12b_report_parts.ipynb #a3dfb0b7
 from __future__ import annotations
 
+import functools
 import html
 import math
 import os
@@ -17,14 +18,18 @@ import numpy as np
 from ..base.lazy import lazy_module
 
 # %% auto #0
-__all__ = ['CONTROL_SEQ', 'MD_SPECIAL', 'PALETTE', 'MARKED_POSITIONS', 'MAX_TICKS', 'RETRIEVAL_METRICS', 'Section', 'term_text',
-           'md_text', 'md_code', 'html_text', 'rel_link', 'md_link', 'links_out_of', 'check_contained', 'md_table',
-           'ci_text', 'report_subplots', 'save_figure', 'cumulative_success', 'learning_curves_figure',
-           'draw_learning_curves', 'position_ticks', 'heatmap_figure', 'draw_heatmap', 'retrieval_plot',
-           'retrieval_figure']
+__all__ = ['CONTROL_SEQ', 'MD_SPECIAL', 'PALETTE', 'FONT', 'SEQUENTIAL', 'DIVERGING', 'MARKED_POSITIONS', 'MAX_TICKS',
+           'RETRIEVAL_METRICS', 'Section', 'term_text', 'md_text', 'md_code', 'html_text', 'rel_link', 'md_link',
+           'links_out_of', 'check_contained', 'md_table', 'ci_text', 'usd_text', 'duration_text', 'theme_rc', 'themed',
+           'report_subplots', 'outside_legend', 'theme_sizes', 'theme_issues', 'save_figure', 'cumulative_success',
+           'learning_curves_plot', 'learning_curves_figure', 'draw_learning_curves', 'label_pieces', 'wrap_label',
+           'position_ticks', 'heatmap_plot', 'heatmap_figure', 'draw_heatmap', 'retrieval_plot', 'retrieval_figure']
 
 # %% ../../nbs/report/12b_report_parts.ipynb #2df03294
 plt = lazy_module("matplotlib.pyplot")
+fm = lazy_module("matplotlib.font_manager")
+mcolors = lazy_module("matplotlib.colors")
+mtext = lazy_module("matplotlib.text")
 pd = lazy_module("pandas")
 ticker = lazy_module("matplotlib.ticker")
 sns = lazy_module("seaborn")
@@ -85,9 +90,10 @@ def rel_link(path, fragment: str | None = None) -> str:
     return "./" + quote(str(path).lstrip("/")) + ("" if fragment is None else "#" + quote(str(fragment), safe=""))
 
 
-def md_link(text, path, image: bool = False) -> str:
-    "A markdown link (or image, `image`) to the relative `path`, its text escaped (`md_text`)."
-    return ("!" if image else "") + f"[{md_text(text)}]({rel_link(path)})"
+def md_link(text, path, image: bool = False, title: str | None = None) -> str:
+    "A markdown link (or image, `image`) to the relative `path`, its text escaped (`md_text`); `title`: its tooltip."
+    tip = "" if title is None else ' "' + md_text(title).replace('"', "&quot;") + '"'
+    return ("!" if image else "") + f"[{md_text(text)}]({rel_link(path)}{tip})"
 
 # %% ../../nbs/report/12b_report_parts.ipynb #57d7a371
 def links_out_of(folder) -> list:
@@ -110,10 +116,12 @@ def check_contained(folder, what: str = "results folder") -> None:
         )
 
 # %% ../../nbs/report/12b_report_parts.ipynb #c2849f4f
-def md_table(df: pd.DataFrame, floatfmt=".4f") -> str:
-    "A frame as a GitHub markdown table, without its index; integer columns print as integers; text cells as `md_text`."
-    cells = df.map(lambda v: md_text(v) if isinstance(v, str) else v).astype(object)  # object: ints stay ints
-    return cells.to_markdown(index=False, floatfmt=floatfmt)
+def md_table(df: pd.DataFrame, floatfmt=".4f", raw=()) -> str:
+    "A frame as a GitHub markdown table, without its index; integer columns print as integers; text cells as `md_text`, but those of the columns `raw` (markdown already: links)."
+    cells = df.map(lambda v: md_text(v) if isinstance(v, str) else v)
+    keep = [c for c in raw if c in df]
+    cells[keep] = df[keep]
+    return cells.astype(object).to_markdown(index=False, floatfmt=floatfmt)  # object: ints stay ints
 
 # %% ../../nbs/report/12b_report_parts.ipynb #4c6c5833
 def ci_text(est, lo, hi, fmt="{:.3f}") -> str:
@@ -122,21 +130,134 @@ def ci_text(est, lo, hi, fmt="{:.3f}") -> str:
         return "undefined"
     return fmt.format(est) + ("" if lo is None or np.isnan(lo) else f" [{fmt.format(lo)}, {fmt.format(hi)}]")
 
+# %% ../../nbs/report/12b_report_parts.ipynb #ca4bb5fa
+def usd_text(usd) -> str:
+    "A cost in USD as a person reads it: `$0`, `$0.004` below a cent (one significant digit), `$1.23`, `$1,234` from $1,000; `?` when unknown."
+    if usd is None or usd != usd:
+        return "?"
+    v = float(f"{float(usd):.1g}") if abs(usd) < 0.01 else round(float(usd), 2)  # below a cent: one digit
+    if v == 0:
+        return "$0"
+    if abs(v) < 0.01:
+        return f"${v:.{-math.floor(math.log10(abs(v)))}f}"
+    return f"${v:,.2f}" if abs(v) < 1000 else f"${v:,.0f}"
+
+# %% ../../nbs/report/12b_report_parts.ipynb #9dfdb7b7
+def duration_text(seconds) -> str:
+    "A time as a person reads it: `12 s` under a minute, `4.5 min` under an hour, `2.3 h` beyond (`1,234 h` from 100 h); `?` when unknown."
+    if seconds is None or seconds != seconds:
+        return "?"
+    s = float(seconds)
+    if s < 59.5:
+        return "< 1 s" if 0 < s < 0.5 else f"{s:.0f} s"
+    if s < 3570:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h" if s < 359_820 else f"{s / 3600:,.0f} h"
+
 # %% ../../nbs/report/12b_report_parts.ipynb #62168543
-PALETTE = "colorblind"  # seaborn's colour-blind-safe palette, for every figure of the report
+PALETTE = "colorblind"  # seaborn's colour-blind-safe palette, for every categorical colour of the report
+FONT = "DejaVu Sans"  # ships with matplotlib: the same letters on every machine
+SEQUENTIAL, DIVERGING = "viridis", "RdBu"  # the colour maps of a rate (0 to 1) and of a difference (-1 to 1)
 
+# %% ../../nbs/report/12b_report_parts.ipynb #309ddf8a
+def theme_rc() -> dict:
+    "The rc parameters of the report's one theme: seaborn's whitegrid style and paper context, `PALETTE`, `FONT`, frameless legends, SVG text as text."
+    rc = {**sns.axes_style("whitegrid"), **sns.plotting_context("paper")}
+    return rc | {
+        "axes.prop_cycle": plt.cycler(color=sns.color_palette(PALETTE)), "font.family": ["sans-serif"],
+        "font.sans-serif": [FONT], "image.cmap": SEQUENTIAL, "legend.frameon": False, "svg.fonttype": "none",
+    }  # fmt: skip
 
+# %% ../../nbs/report/12b_report_parts.ipynb #9f5f04ca
+def themed(draw):
+    "`draw`, a function that makes a figure, run under the report's theme (`theme_rc`); every figure function of the report is wrapped so."
+
+    @functools.wraps(draw)
+    def run(*args, **kw):
+        with plt.rc_context(theme_rc()):
+            return draw(*args, **kw)
+
+    run.themed = True
+    return run
+
+# %% ../../nbs/report/12b_report_parts.ipynb #84c0607f
 def report_subplots(*args, **kw):
-    "`plt.subplots` under the report's one theme: seaborn's whitegrid style, paper context, colour-blind-safe palette."
-    sns.set_theme(context="paper", style="whitegrid", palette=PALETTE)
+    "`plt.subplots` for a report figure: the one place one is created, only inside a `themed` function (else `RuntimeError`)."
+    if plt.rcParams["font.sans-serif"] != [FONT] or plt.rcParams["svg.fonttype"] != "none":
+        raise RuntimeError("a report figure is made outside the report's theme: wrap its function in `themed`.")
     return plt.subplots(*args, **kw)
 
+# %% ../../nbs/report/12b_report_parts.ipynb #5ff21367
+def outside_legend(ax, title: str | None = None, handles=None, labels=None):
+    "The legend of `ax` (its own, or `handles` and `labels`) to the right of its axes, outside the data; None when it names nothing."
+    if handles is None and (old := ax.get_legend()) is not None:  # one already drawn (seaborn's): moved out
+        handles, labels = old.legend_handles, [t.get_text() for t in old.get_texts()]
+    elif handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    return ax.legend(handles, labels, title=title, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+
+# %% ../../nbs/report/12b_report_parts.ipynb #161d2ef6
+def theme_sizes() -> set:
+    "The font sizes of the theme: its rc sizes and the named sizes (`small`, `large`, …) of its base size."
+    rc = theme_rc()
+    named = {round(rc["font.size"] * s, 2) for s in fm.font_scalings.values()}
+    return named | {
+        round(v, 2) for k, v in rc.items() if k.endswith(("fontsize", "labelsize", "titlesize", "font.size"))
+    }
+
+# %% ../../nbs/report/12b_report_parts.ipynb #e2fb283a
+def _font_issues(fig) -> list:
+    "The texts of `fig` in another font than `FONT`, or at a size that is none of the theme's."
+    sizes = theme_sizes()
+    return [f"text {t.get_text()[:30]!r}: {t.get_fontname()} {t.get_fontsize():.1f}" for t in fig.findobj(mtext.Text)
+            if t.get_text().strip() and (t.get_fontname() != FONT or round(t.get_fontsize(), 2) not in sizes)]  # fmt: skip
+
+# %% ../../nbs/report/12b_report_parts.ipynb #e75cf782
+def _artist_colours(ax) -> list:
+    "The categorical colours drawn on `ax` as hex: its lines, the faces of its patches (bars), its collections that no colour map paints."
+    cs = [
+        ln.get_color() if ln.get_linestyle() != "None" else ln.get_markeredgecolor() for ln in ax.lines
+    ]  # a cap: its marker
+    cs += [p.get_facecolor() for p in ax.patches if p.get_facecolor()[3] > 0]
+    plain = [col for col in ax.collections if col.get_array() is None]  # a colour bar's mesh is mapped, not categorical
+    cs += [c for col in plain for c in list(col.get_facecolor()) + list(col.get_edgecolor())]
+    return [mcolors.to_hex(c) for c in cs]
+
+# %% ../../nbs/report/12b_report_parts.ipynb #faa3bb4e
+def _colour_issues(fig) -> list:
+    "The colours of `fig` neither from `PALETTE` nor grey, and images in another colour map than the theme's two."
+    ok = set(sns.color_palette(PALETTE).as_hex())
+    grey = lambda h: len({h[1:3], h[3:5], h[5:7]}) == 1
+    bad = sorted({h for ax in fig.axes for h in _artist_colours(ax) if h not in ok and not grey(h)})
+    mapped = [m for ax in fig.axes for m in ax.images + [c for c in ax.collections if c.get_array() is not None]]
+    maps = sorted({m.get_cmap().name for m in mapped} - {SEQUENTIAL, DIVERGING})
+    return [f"colour {h}" for h in bad] + [f"colour map {m}" for m in maps]
+
+# %% ../../nbs/report/12b_report_parts.ipynb #94f1a817
+def _legend_issues(fig) -> list:
+    "The legends of `fig` that lie over an axes (its own or another panel), covering data."
+    legends = [a.get_legend() for a in fig.axes if a.get_legend() is not None] + list(fig.legends)
+    boxes = [(a, a.get_window_extent()) for a in fig.axes]
+    return [f"legend {leg.get_title().get_text()!r} over an axes" for leg in legends
+            if any(leg.get_window_extent().overlaps(box) for a, box in boxes)]  # fmt: skip
+
+# %% ../../nbs/report/12b_report_parts.ipynb #94b1705d
+@themed  # drawn as `save_figure` draws it
+def theme_issues(fig) -> list:
+    "What in `fig` is off the report's theme (fonts, colours, colour maps, legends over data); [] for a themed figure."
+    fig.tight_layout()  # laid out as `save_figure` lays it out
+    fig.canvas.draw()
+    return _font_issues(fig) + _colour_issues(fig) + _legend_issues(fig)
+
 # %% ../../nbs/report/12b_report_parts.ipynb #62168544
+@themed  # drawn under the theme too: a colour named `C0` is the palette's
 def save_figure(fig, path, dpi: int = 120) -> Path:
-    "Lay out, save (PNG at `path`, SVG beside it) and close `fig`; returns the PNG's path."
+    "Lay out, save (PNG at `path`, SVG beside it; legends outside the axes included) and close `fig`; returns the PNG's path."
     fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    fig.savefig(Path(path).with_suffix(".svg"))
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    fig.savefig(Path(path).with_suffix(".svg"), bbox_inches="tight")
     plt.close(fig)
     return Path(path)
 
@@ -146,11 +267,17 @@ def cumulative_success(firsts: pd.DataFrame) -> pd.Series:
     return firsts.groupby("j").resolved.mean().sort_index().expanding().mean()
 
 # %% ../../nbs/report/12b_report_parts.ipynb #98e39d18
-def learning_curves_figure(firsts: pd.DataFrame, path) -> Path:
-    "Cumulative first-attempt success by sequence position, one line per model × condition."
-    fig, ax = report_subplots(figsize=(7, 4))
+@themed
+def learning_curves_plot(firsts: pd.DataFrame):
+    "Cumulative first-attempt success by sequence position, one line per model × condition; the figure."
+    fig, ax = report_subplots(figsize=(8.5, 4))  # the legend beside the lines
     draw_learning_curves(ax, firsts)
-    return save_figure(fig, path)
+    return fig
+
+
+def learning_curves_figure(firsts: pd.DataFrame, path) -> Path:
+    "`learning_curves_plot` saved at `path` (PNG, SVG beside it)."
+    return save_figure(learning_curves_plot(firsts), path)
 
 # %% ../../nbs/report/12b_report_parts.ipynb #9a278b5a
 MARKED_POSITIONS = 40  # a learning curve marks each position up to this many
@@ -164,7 +291,7 @@ def draw_learning_curves(ax, firsts: pd.DataFrame) -> None:
         data = pd.concat(curves)
         marker = "o" if data.j.nunique() <= MARKED_POSITIONS else None  # a few hundred markers hide the line
         sns.lineplot(data=data, x="j", y="success", hue="run", marker=marker, errorbar=None, ax=ax)
-        ax.legend(fontsize=7, title="model · condition", title_fontsize=7)
+        outside_legend(ax, "model · condition")
     ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
     ax.set_xlabel("sequence position")
     ax.set_ylabel("cumulative success (first attempts)")
@@ -173,6 +300,23 @@ def draw_learning_curves(ax, firsts: pd.DataFrame) -> None:
 # %% ../../nbs/report/12b_report_parts.ipynb #0f216c91
 MAX_TICKS = 12  # position labels per heatmap axis
 
+# %% ../../nbs/report/12b_report_parts.ipynb #81480b43
+def label_pieces(text: str, width: int) -> list:
+    "The pieces a label may break between: after `/`, `__` or a space; a piece longer than `width` also after `_` or `-`."
+    parts = [p for p in re.findall(r".*?(?:__|/| |$)", str(text)) if p]
+    return [q for p in parts for q in (re.findall(r"[^_-]*(?:[_-]+|$)", p) if len(p) > width else [p]) if q]
+
+# %% ../../nbs/report/12b_report_parts.ipynb #2cd8836b
+def wrap_label(text: str, width: int = 40) -> str:
+    "`text` whole, in lines of at most `width` characters where it can be (`label_pieces`): a figure title never cut."
+    lines = []
+    for p in label_pieces(text, width):
+        if lines and len(lines[-1]) + len(p) <= width:
+            lines[-1] += p
+        else:
+            lines.append(p)
+    return "\n".join(lines)
+
 # %% ../../nbs/report/12b_report_parts.ipynb #5fba17bf
 def position_ticks(axis, n: int, first: int, most: int = MAX_TICKS) -> None:
     "Whole-number ticks on an image axis of `n` cells, numbered from `first`: each one, or every k-th beyond `most`."
@@ -180,16 +324,24 @@ def position_ticks(axis, n: int, first: int, most: int = MAX_TICKS) -> None:
     axis.set_ticks(idx, [str(i + first) for i in idx])
 
 # %% ../../nbs/report/12b_report_parts.ipynb #fdea8d29
-def heatmap_figure(a: np.ndarray, title: str, path) -> Path:
-    "`a[i][j]` (success on task j after learning through task i) as a heatmap; blank where not measured."
-    fig, ax = report_subplots(figsize=(4, 4))
+@themed
+def heatmap_plot(a: np.ndarray, title: str):
+    "`a[i][j]` (success on task j after learning through task i) as a heatmap, blank where not measured; the figure."
+    fig, ax = report_subplots(figsize=(4.4, 4.4))
     draw_heatmap(fig, ax, a, title)
-    return save_figure(fig, path, dpi=100)
+    return fig
+
+
+def heatmap_figure(a: np.ndarray, title: str, path) -> Path:
+    "`heatmap_plot` saved at `path` (PNG, SVG beside it)."
+    return save_figure(heatmap_plot(a, title), path, dpi=100)
 
 # %% ../../nbs/report/12b_report_parts.ipynb #d5c8cc22
 def draw_heatmap(fig, ax, a: np.ndarray, title: str) -> None:
-    im = ax.imshow(a, vmin=0, vmax=1, cmap="viridis")
-    ax.set_title(title, fontsize=7)
+    "The heatmap on `ax`, titled with the whole of `title` (`wrap_label`: two cells never read alike)."
+    im = ax.imshow(a, vmin=0, vmax=1, cmap=SEQUENTIAL)
+    ax.set_title(wrap_label(title), fontsize="medium")
+    ax.grid(False)
     position_ticks(ax.xaxis, a.shape[1], 1)  # column 0 is task 1
     position_ticks(ax.yaxis, a.shape[0], 0)  # row 0 is the zero-shot row
     ax.set_xlabel("task j")
@@ -211,24 +363,26 @@ def _retrieval_panel(ax, g: pd.DataFrame, colours: dict, hatches: dict) -> None:
         hi = np.array([r.get(f"{m}_hi", np.nan) for m in RETRIEVAL_METRICS], dtype=float)
         err = np.nan_to_num([ys - lo, hi - ys])  # no interval: no bar
         ax.bar(xs, ys, w, yerr=err, capsize=2, color=colours[r["embedder"]], hatch=hatches[r["representation"]],
-               edgecolor="white", label=f"{r['embedder']} · {r['representation']}")  # fmt: skip
+               edgecolor="white", ecolor=".15", label=f"{r['embedder']} · {r['representation']}")  # fmt: skip
     ax.set_xticks(range(len(RETRIEVAL_METRICS)), ["recall@1", "recall@5", "recall@10", "MRR"])
     ax.set_xlabel("metric (95% bootstrap CI over queries)")
     ax.set_ylabel("score")
     ax.set_ylim(0, 1)
-    ax.legend(fontsize=7, title="embedder · representation", title_fontsize=7)
 
 # %% ../../nbs/report/12b_report_parts.ipynb #bbaecc68
+@themed
 def retrieval_plot(sel: pd.DataFrame):
     """Recall@1/5/10 and MRR of the oracle links with their CIs: a panel per benchmark × filter × link set (named in its
-    title), a colour per embedder, a hatch per representation; the figure."""
+    title), a colour per embedder, a hatch per representation, one legend right of the panels; the figure."""
     panels = list(sel.groupby(["benchmark", "filter", "links"]))
-    fig, axes = report_subplots(1, len(panels), figsize=(6.5 * len(panels), 4), squeeze=False)
+    fig, axes = report_subplots(1, len(panels), figsize=(5.5 * len(panels) + 1.5, 4), squeeze=False)
     colours = dict(zip(sorted(sel.embedder.unique()), sns.color_palette(PALETTE)))
     hatches = dict(zip(sorted(sel.representation.unique()), ["", "//", "..", "xx", "++"]))
     for ax, ((bm, flt, links), g) in zip(axes[0], panels):
         _retrieval_panel(ax, g, colours, hatches)
-        ax.set_title(f"{bm}: filter {flt}, links {links}", fontsize=9)
+        ax.set_title(f"{bm}: filter {flt}, links {links}")
+    named = {lbl: h for ax in axes[0] for h, lbl in zip(*ax.get_legend_handles_labels())}  # each bar kind once
+    outside_legend(axes[0][-1], "embedder · representation", list(named.values()), list(named))
     return fig
 
 

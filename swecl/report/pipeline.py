@@ -24,7 +24,7 @@ pd = lazy_module("pandas")
 
 # %% ../../nbs/report/12f_report_pipeline.ipynb #a356b9b8
 PIPELINE_COLUMNS = [
-    "experiment", "model", "kind", "condition", "seed", "tasks", "attempts", "graded", "left_out", "patches", "ended",
+    "experiment", "sequence", "model", "kind", "condition", "seed", "tasks", "attempts", "graded", "left_out", "patches", "ended",
 ]  # fmt: skip
 
 # %% ../../nbs/report/12f_report_pipeline.ipynb #fc543b42
@@ -54,6 +54,7 @@ def pipeline_row(attempts_file: Path, cfg: dict) -> dict:
     cond = condition_name(cfg.get("memory"), cfg.get("content"))
     return {
         "experiment": cfg.get("experiment", ""),
+        "sequence": cfg.get("sequence_id") or next((r["sequence_id"] for r in recs if r.get("sequence_id")), ""),
         "model": cfg["model"],
         "kind": pipeline_kind(cfg["model"]),
         "condition": cond,

@@ -12,20 +12,32 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
+from ..base.core import package_file
 from ..base.lazy import lazy_module
 from ..base.schema import Benchmark
 from .contextbench import contextbench_section
-from .parts import Section, check_contained, md_code, md_link, md_table
+from swecl.report.parts import (
+    Section,
+    check_contained,
+    md_code,
+    md_link,
+    md_table,
+    outside_legend,
+    report_subplots,
+    save_figure,
+    themed,
+)
 from .pipeline import pipeline_section
 from .results import results_sections
-from .run_summary import run_summary_section
+from .run_summary import run_summary_section, verdict_section
 from .trajectory_html import STYLE, trajectory_section
 from .transfer import transfer_section
 from ..tasks import datasets, similarity
 
 # %% auto #0
-__all__ = ['HTML_PAGE', 'AUTHORS_SIMILARITY_FILES', 'anchor', 'write_index', 'write_html', 'as_benchmark', 'dataset_section',
-           'authors_similarity', 'sampled_similarity', 'all_pairs_similarity', 'similarity_section', 'render']
+__all__ = ['HTML_PAGE', 'PAGE_STYLE', 'SORT_SCRIPT', 'AUTHORS_SIMILARITY_FILES', 'anchor', 'write_index', 'write_html',
+           'as_benchmark', 'dataset_section', 'similarity_plot', 'authors_similarity', 'sampled_similarity',
+           'all_pairs_similarity', 'similarity_section', 'render']
 
 # %% ../../nbs/report/12_report.ipynb #b8af37f5
 pd = lazy_module("pandas")
@@ -59,8 +71,9 @@ def write_index(out: Path, sections: list, title: str = "swecl report") -> Path:
 # %% ../../nbs/report/12_report.ipynb #a62b3574
 HTML_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title><style>{style}</style></head><body>
-{body}</body></html>
+{body}<script>{script}</script></body></html>
 """
+PAGE_STYLE, SORT_SCRIPT = package_file("report", "report.css"), package_file("report", "sortable.js")
 
 
 def _heading_ids(md: MarkdownIt) -> MarkdownIt:
@@ -73,17 +86,15 @@ def _heading_ids(md: MarkdownIt) -> MarkdownIt:
     md.add_render_rule("heading_open", heading_open)
     return md
 
-
+# %% ../../nbs/report/12_report.ipynb #96684b76
 def write_html(readme: Path) -> Path:
-    "`index.html` beside the report's `readme`: the whole report as one page; returns its path."
+    "`index.html` beside the report's `readme`: the whole report as one page, its tables sortable (`SORT_SCRIPT`); returns its path."
     text = Path(readme).read_text()
     body = _heading_ids(MarkdownIt("commonmark", {"html": False}).enable("table")).render(text)
     title = html.escape(text.splitlines()[0].lstrip("# ") if text else "swecl report")
+    style, script = STYLE + PAGE_STYLE.read_text(), SORT_SCRIPT.read_text()
     page = Path(readme).with_name("index.html")
-    page.write_text(
-        HTML_PAGE.format(title=title, style=STYLE + "img{max-width:100%}table{border-collapse:collapse}", body=body),
-        encoding="utf-8",
-    )
+    page.write_text(HTML_PAGE.format(title=title, style=style, body=body, script=script), encoding="utf-8")
     return page
 
 # %% ../../nbs/report/12_report.ipynb #4b85ec16
@@ -121,6 +132,21 @@ def dataset_section(out: Path, dataset="swe-bench-cl") -> Section:
 # %% ../../nbs/report/12_report.ipynb #cb6d25db
 AUTHORS_SIMILARITY_FILES = ["similarity_authors_pairs.csv", "similarity_authors_pairs.png"]
 
+# %% ../../nbs/report/12_report.ipynb #e6486b4c
+@themed
+def similarity_plot(df: pd.DataFrame, title: str = ""):
+    "The paper's Figure 1 in the report's theme: histograms of Jaccard (left) and cosine (right), each mean a dashed line named beside its axes."
+    fig, axes = report_subplots(1, 2, figsize=(11, 3.6))
+    for ax, col, label in zip(
+        axes, ["jaccard", "cosine"], ["Jaccard similarity (token sets)", "Cosine similarity (TF-IDF)"]
+    ):
+        ax.hist(df[col], bins=30, range=(0, 1), color="C0", edgecolor="white")
+        ax.axvline(df[col].mean(), color="C3", ls="--", label=f"mean {df[col].mean():.4f}")
+        ax.set(xlabel=label, ylabel="pairs")
+        outside_legend(ax)
+    fig.suptitle(title or f"Patch-level similarity across {len(df)} task pairs")
+    return fig
+
 # %% ../../nbs/report/12_report.ipynb #a8747b5f
 def _authors_groups(authors: Path, b: Benchmark) -> tuple[int, pd.DataFrame]:
     "(how many difficulty pairs the authors published, the averages of those pairs recomputed by pair type and group)."
@@ -141,7 +167,7 @@ def authors_similarity(out: Path, b: Benchmark) -> str | None:
     mine = similarity.similarity_table(similarity.pairs_from_csv(authors / "overlap_table.csv", b))
     dj, dc = (mine.jaccard - pub.jaccard).abs().max(), (mine.cosine - pub.cosine).abs().max()
     mine.to_csv(out / AUTHORS_SIMILARITY_FILES[0], index=False)
-    similarity.similarity_histograms(mine, "Authors' 160 sampled pairs (reproduced)", out / AUTHORS_SIMILARITY_FILES[1])
+    save_figure(similarity_plot(mine, "Authors' 160 sampled pairs (reproduced)"), out / AUTHORS_SIMILARITY_FILES[1])
     n_groups, groups = _authors_groups(authors, b)
     return (
         f"**Reproduction of the published values.** The authors' {len(pub)} sampled pairs: max |Δ| Jaccard {dj:.1e}, cosine {dc:.1e}. "
@@ -173,7 +199,7 @@ def all_pairs_similarity(out: Path, b: Benchmark) -> str:
     out = Path(out)
     allp = similarity.similarity_table_cached(similarity.all_pairs(b), progress=True)
     allp.to_csv(out / "similarity_all_pairs.csv", index=False)
-    similarity.similarity_histograms(allp, f"All {len(allp)} within-sequence pairs", out / "similarity_all_pairs.png")
+    save_figure(similarity_plot(allp, f"All {len(allp)} within-sequence pairs"), out / "similarity_all_pairs.png")
     disj = _disjoint_pairs(allp, b)
     both = pd.concat(
         [similarity.averages(allp).assign(pairs="all"), similarity.averages(disj).assign(pairs="disjoint files")]
@@ -207,14 +233,14 @@ def render(
     results="results", out="reports", dataset: str = "swe-bench-cl", all_pairs: bool = True, n_resamples: int = 1000
 ) -> Path:
     """Every section of the report and its index into `out` (`README.md`, and `index.html`); returns the path of
-    `out/README.md`. Your run first, then the agent results and the trajectory pages, then the papers' reproductions."""
+    `out/README.md`. Your run first (its cells, then its verdicts task by task), then the agent results and the trajectory pages, then the papers' reproductions."""
     check_contained(results)  # a symlink out of either folder is refused before anything is read or written
     check_contained(out, "report folder")
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     bench = datasets.load(dataset)  # loaded once, shared by the dataset sections
     results = Path(results).resolve()
-    sections = [run_summary_section(results), *results_sections(out, results, n_resamples)]
+    sections = [run_summary_section(results), verdict_section(results), *results_sections(out, results, n_resamples)]
     sections += [
         transfer_section(out, results, n_resamples),
         trajectory_section(out, results),

@@ -21,12 +21,14 @@ from .drift import drift_section
 from swecl.report.parts import (
     Section,
     ci_text,
+    duration_text,
     heatmap_figure,
     learning_curves_figure,
     md_link,
     md_table,
     md_text,
     retrieval_figure,
+    usd_text,
 )
 from .recorded import regrade_section
 
@@ -35,7 +37,7 @@ __all__ = ['RETRIEVAL_COLUMNS', 'RETRIEVAL_KEYS', 'CELL_KEYS', 'RETEST_LABELS', 
            'validation_gradings', 'validation_counts', 'validation_section', 'retrieval_table', 'retrieval_section',
            'cell_config', 'load_results', 'infra_section', 'no_model_notes', 'coverage', 'describe_runs',
            'run_coverage', 'cl_section', 'curves_section', 'counted_firsts', 'none_spread', 'paired_table',
-           'paired_section', 'table3_section', 'agent_sections', 'results_sections']
+           'paired_section', 'shown_table3', 'table3_section', 'agent_sections', 'results_sections']
 
 # %% ../../nbs/report/12a_report_results.ipynb #24f66235
 pd = lazy_module("pandas")
@@ -254,11 +256,11 @@ MAX_HEATMAPS = 12
 
 # %% ../../nbs/report/12a_report_results.ipynb #f509b5d2
 def _heatmaps(out: Path, df: pd.DataFrame) -> list:
-    "An `a[i][j]` heatmap per cell (`heatmap_<cell>.png`), of the first `MAX_HEATMAPS` cells only; their file names."
+    "An `a[i][j]` heatmap per cell (`heatmap_<cell>.png`), of the first `MAX_HEATMAPS` cells only, titled with the whole cell; their file names."
     files = []
     for cell, g in list(df.groupby("cell"))[:MAX_HEATMAPS]:
         a = metrics.accuracy_matrix(g.to_dict("records"), int(g.n_tasks.max()))
-        files.append(heatmap_figure(a, cell[:48], out / f"heatmap_{cell}.png").name)
+        files.append(heatmap_figure(a, cell, out / f"heatmap_{cell}.png").name)
     return files
 
 # %% ../../nbs/report/12a_report_results.ipynb #d50cb117
@@ -360,6 +362,14 @@ def _table3(firsts: pd.DataFrame) -> pd.DataFrame:
         ]
     )
 
+# %% ../../nbs/report/12a_report_results.ipynb #d2f1cec2
+def shown_table3(t3: pd.DataFrame) -> pd.DataFrame:
+    "The Table-3 frame as the report prints it: its columns in order, times (`time_mean` …) and the cost with their units."
+    t = t3[[c for c in TABLE3_COLUMNS if c in t3]]
+    t = t.assign(**{c: t[c].map(duration_text) for c in t if c.startswith("seconds_")})
+    t = t.assign(**{c: t[c].map(usd_text) for c in t if c.startswith("cost")})
+    return t.rename(columns=lambda c: c.replace("seconds_", "time_"))
+
 # %% ../../nbs/report/12a_report_results.ipynb #c5df0297
 def table3_section(out: Path, firsts: pd.DataFrame, what: str) -> Section:
     "Accuracy, time and cost per dataset × model × condition (`table3_contextbench.csv`)."
@@ -367,11 +377,11 @@ def table3_section(out: Path, firsts: pd.DataFrame, what: str) -> Section:
     t3.to_csv(Path(out) / "table3_contextbench.csv", index=False)
     return Section(
         "Accuracy, time and cost (SWE-ContextBench Table 3 layout)",
-        md_table(t3[[c for c in TABLE3_COLUMNS if c in t3]], ".3f")
+        md_table(shown_table3(t3), ".3f")
         + f"\n\n*First attempts per dataset × model × condition ({what}). `resolved_f2p` is SWE-ContextBench's "
         "resolved (every FAIL_TO_PASS test passes), over all n instances; `resolved` is SWE-bench's, which also needs "
         "every PASS_TO_PASS test. `patch_na` counts patches that did not apply; the test and task rates leave them out, "
-        "as the paper does. Cost uses cache-aware prices; undefined when a model's price is unknown.*",
+        "as the paper does. Times and costs are per instance (cost with cache-aware prices; `?` when a model's price is unknown).*",
         ["table3_contextbench.csv"],
     )
 

@@ -12,13 +12,15 @@ from ..base.labels import infra_label
 from ..base.lazy import lazy_module
 from ..memory.memory import condition_name
 from ..metrics.attempts import read_attempts
-from .parts import Section, md_table
+from ..models.model_base import ModelError, model_spec
+from .parts import Section, duration_text, md_link, md_table, usd_text
 from .pipeline import pipeline_kind
 from .results import cell_config
-from .trajectory import verdict
+from .trajectory import attempts_frame, cells_under, verdict
 
 # %% auto #0
-__all__ = ['RUN_COLUMNS', 'short_id', 'ids_text', 'run_row', 'run_rows', 'run_summary_section']
+__all__ = ['RUN_COLUMNS', 'VERDICT_MARKS', 'short_id', 'ids_text', 'run_row', 'run_rows', 'run_summary_section', 'verdict_mark',
+           'model_label', 'column_labels', 'verdict_matrix', 'verdict_section']
 
 # %% ../../nbs/report/12i_report_run.ipynb #4e0b70a4
 pd = lazy_module("pandas")
@@ -26,7 +28,7 @@ pd = lazy_module("pandas")
 # %% ../../nbs/report/12i_report_run.ipynb #192c3615
 RUN_COLUMNS = [
     "experiment", "sequence", "model", "kind", "condition", "seed", "attempts", "resolved", "resolved tasks", "re-tests",
-    "cost", "minutes", "left out",
+    "cost", "seconds", "left out",
 ]  # fmt: skip
 
 # %% ../../nbs/report/12i_report_run.ipynb #b5a22e01
@@ -66,7 +68,7 @@ def run_row(attempts_file: Path, cfg: dict) -> dict:
         "seed": cfg.get("seed"), "attempts": len(recs), "resolved": f"{len(won)}/{len(graded)}",
         "resolved tasks": ids_text(sorted({r["instance_id"] for r in won})),
         "re-tests": f"{len(rwon)}/{len(rgraded)}" if retests else "-",
-        "cost": _cost(recs), "minutes": round(sum(r.get("seconds") or 0 for r in recs) / 60, 1),
+        "cost": _cost(recs), "seconds": round(sum(r.get("seconds") or 0 for r in recs), 1),
         "left out": ", ".join(f"{k} {v}" for k, v in sorted(left.items())) or "0",
     }  # fmt: skip
 
@@ -86,17 +88,82 @@ def run_summary_section(results: Path) -> Section | None:
     if df.empty:
         return None
     known = df.cost.dropna()
-    cost = f"${known.sum():.2f}" + (" (some costs unknown)" if len(known) < len(df) else "")
-    shown = df.assign(
-        cost=[f"${c:.4f}" if c == c and c is not None else "?" for c in df.cost],
-        minutes=df.minutes.map("{:.1f}".format),
+    cost = usd_text(known.sum()) + (" (some costs unknown)" if len(known) < len(df) else "")
+    shown = df.assign(cost=df.cost.map(usd_text), seconds=df.seconds.map(duration_text)).rename(
+        columns={"seconds": "time"}
     )
     return Section(
         "Your run",
-        f"{len(df)} cell(s), {int(df.attempts.sum())} attempts, {cost}, {df.minutes.sum():.1f} minutes of attempts.\n\n"
+        f"{len(df)} cell(s), {int(df.attempts.sum())} attempts, {cost}, {duration_text(df.seconds.sum())} of attempts.\n\n"
         + md_table(shown)
         + "\n\n*`resolved`: first attempts resolved of those graded, as the metrics count them (a flagged grading is never "
         "resolved; a label the patch could have caused counts as a failure); `re-tests`: the same for re-tests after learning; "
         "`left out`: attempts with an infrastructure failure, in no rate. Cells of kind other than `result` are pipeline "
         "checks, in no metric.*",
+    )
+
+# %% ../../nbs/report/12i_report_run.ipynb #e2eddfde
+VERDICT_MARKS = {"RESOLVED": "✓", "INFRASTRUCTURE FAILURE": "⚠"}  # every other verdict is a way of not resolving: ✗
+
+
+def verdict_mark(verdict: str) -> str:
+    "The mark of a verdict (`trajectory.verdict`) in the matrix: ✓ resolved, ⚠ an infrastructure failure, ✗ not resolved."
+    return VERDICT_MARKS.get(verdict, "✗")
+
+# %% ../../nbs/report/12i_report_run.ipynb #7f939535
+def model_label(model: str) -> str:
+    "A model string as the report names it (`ModelSpec.label`), or the string itself when swecl cannot parse it."
+    try:
+        return model_spec(model).label
+    except ModelError:
+        return model
+
+# %% ../../nbs/report/12i_report_run.ipynb #1c5028bc
+def column_labels(cfgs: dict) -> dict:
+    "cell -> its matrix column: condition and seed, after the experiment, model and memory source where the cells differ in them."
+    keys = {c: {"experiment": cfg.get("experiment", ""), "model": model_label(cfg["model"]),
+                "source": f"memory from {cfg['source_sequence_id']}" if cfg.get("source_sequence_id") else "",
+                "condition": condition_name(cfg.get("memory"), cfg.get("content")), "seed": f"seed {cfg.get('seed')}"}
+            for c, cfg in cfgs.items()}  # fmt: skip
+    varies = [k for k in ("experiment", "model", "source") if len({v[k] for v in keys.values()}) > 1]
+    return {c: " · ".join([v[k] for k in varies if v[k]] + [v["condition"], v["seed"]]) for c, v in keys.items()}
+
+# %% ../../nbs/report/12i_report_run.ipynb #9406fd0d
+def _first_attempts(results: Path) -> list:
+    "The index rows (`trajectory.attempts_frame`) of every first attempt under `results`, by sequence, position and sample."
+    rows = [r for r in attempts_frame(results).to_dict("records") if r["record"].get("kind") == "first"]
+    at = lambda r: (
+        str(r["record"].get("sequence_id") or ""),
+        r["record"].get("j") or 0,
+        r["record"].get("sample") or 0,
+    )
+    return sorted(rows, key=at)
+
+# %% ../../nbs/report/12i_report_run.ipynb #7c56448f
+def verdict_matrix(results: Path) -> pd.DataFrame:
+    "Rows sequence × task, a column per condition and seed (`column_labels`): each first attempt's mark, linked to its page."
+    results, firsts, squares = Path(results), _first_attempts(results), {}
+    cols = column_labels(
+        {c: cell_config(results / c / "attempts.jsonl") for c in dict.fromkeys(r["cell"] for r in firsts)}
+    )
+    for r in firsts:
+        page = f"trajectories/{r['cell'] or results.name}/{r['attempt']}.html"  # where `trajectory_section` writes it
+        row = squares.setdefault((r["record"].get("sequence_id"), short_id(r["instance_id"])), {})
+        row.setdefault(cols[r["cell"]], []).append(md_link(verdict_mark(r["verdict"]), page, title=r["verdict"]))
+    rows = [{"sequence": s, "task": t} | {c: " ".join(m) for c, m in sq.items()} for (s, t), sq in squares.items()]
+    return pd.DataFrame(rows, columns=["sequence", "task", *sorted(set(cols.values()))]).fillna("")
+
+# %% ../../nbs/report/12i_report_run.ipynb #4d3e4a7d
+def verdict_section(results: Path) -> Section | None:
+    "'Verdicts by task': the task × condition matrix of the run's first attempts (`verdict_matrix`); None without attempts."
+    if not Path(results).is_dir() or not cells_under(results):
+        return None
+    df = verdict_matrix(results)
+    return Section(
+        "Verdicts by task",
+        md_table(df, raw=list(df.columns[2:]))
+        + "\n\n*Each task's first attempt in every condition and seed of the run (pipeline checks too): ✓ resolved, ✗ not "
+        "resolved (as the metrics count it: a flagged grading never is), ⚠ an infrastructure failure, in no rate; blank: "
+        "not attempted; several marks: several samples. Each mark links to the attempt's trajectory page; its title is the "
+        "verdict in full.*",
     )

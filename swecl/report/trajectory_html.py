@@ -12,12 +12,12 @@ from jinja2 import Environment
 from ..base.core import InputFileError, read_regular
 from ..models.model_base import smoke_label
 from . import trajectory as tj
-from .parts import Section, md_link, md_text, rel_link, term_text
+from .parts import Section, duration_text, md_link, md_text, rel_link, term_text, usd_text
 
 # %% auto #0
 __all__ = ['MAX_OUTPUT', 'ENV', 'STYLE', 'PAGE_TOP', 'PAGE_OPENING', 'PAGE_STEPS', 'PAGE', 'INDEX', 'page_value', 'clip',
-           'diff_lines', 'page_item', 'page_experiences', 'failed_rows', 'page_html', 'index_row', 'cell_difference',
-           'page_navs', 'copy_grade_log', 'write_pages', 'smoke_cells', 'trajectory_section']
+           'diff_lines', 'page_item', 'page_experiences', 'failed_rows', 'page_html', 'page_facts', 'index_row',
+           'cell_difference', 'page_navs', 'copy_grade_log', 'write_pages', 'smoke_cells', 'trajectory_section']
 
 # %% ../../nbs/report/12d_trajectory_html.ipynb #bc523708
 MAX_OUTPUT = 20_000  # characters of one output on a page
@@ -29,7 +29,7 @@ def page_value(v):
 
 
 ENV = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True, finalize=page_value)
-ENV.filters["cost"] = tj.cost_text
+ENV.filters["cost"] = usd_text  # `$0`, `$0.004`, `$1.23`: as the report prints every cost
 
 # %% ../../nbs/report/12d_trajectory_html.ipynb #3abaad67
 STYLE = """body{font:14px/1.45 system-ui,sans-serif;max-width:72rem;margin:1.5rem auto;padding:0 1rem;color:#222}
@@ -150,11 +150,18 @@ def page_html(a: tj.Attempt, index: str | None = None, nav: dict | None = None, 
     ]  # fmt: skip
     opening = tj.opening(a)
     return PAGE.render(
-        title=a.name, style=STYLE, index=index, facts=tj.facts(a, words=False), resolved=tj.verdict(a.record) == "RESOLVED",
+        title=a.name, style=STYLE, index=index, facts=page_facts(a), resolved=tj.verdict(a.record) == "RESOLVED",
         steps=steps, diff=diff_lines(a.record.get("patch")), usage=tj.usage_by_kind(a.record), nav=nav or {},
         opening=opening, exps=page_experiences(a, opening), failed=failed_rows(a.record, tj.failure_words(a)), log=log,
         lead=tj.memory_lead(opening.memory) if opening else "",
     )  # fmt: skip
+
+# %% ../../nbs/report/12d_trajectory_html.ipynb #9660d26e
+def page_facts(a: tj.Attempt) -> list:
+    "The header rows of the attempt's page (`trajectory.facts`), its times as the report prints them (`4.5 min (4.2 min agent)`)."
+    r = a.record
+    spent = f"{duration_text(r.get('seconds'))} ({duration_text(r.get('agent_seconds'))} agent)"
+    return [(k, spent if k == "time" else v) for k, v in tj.facts(a, words=False)]
 
 # %% ../../nbs/report/12d_trajectory_html.ipynb #b9acd2c2
 INDEX = ENV.from_string("""<!doctype html>
@@ -180,6 +187,7 @@ def index_row(results: Path, r: dict) -> dict:
         "cell": cell,
         "href": rel_link(f"{cell}/{r['attempt']}.html"),  # a folder named javascript:… stays a folder
         "model": r["record"].get("model"),
+        "sequence": r["record"].get("sequence_id") or "",
     }
 
 
@@ -253,10 +261,10 @@ def smoke_cells(rows: list) -> dict:
 
 # %% ../../nbs/report/12d_trajectory_html.ipynb #843d23ee
 def _cells_table(rows: list) -> str:
-    "A markdown table of the cells of the index `rows`: attempts, resolved, and the link to the cell in the index."
-    return "| cell | attempts | resolved | pages |\n|---|---|---|---|\n" + "".join(
-        f"| {md_text(c)} | {sum(r['cell'] == c for r in rows)} | {sum(r['cell'] == c and r['verdict'] == 'RESOLVED' for r in rows)} "
-        f"| [{md_text(c.split('/')[-1][:40])}]({rel_link('trajectories/index.html', c)}) |\n"
+    "A markdown table of the cells of the index `rows`: each named in full and linked to its part of the index, its sequence, attempts and resolved."
+    return "| cell | sequence | attempts | resolved |\n|---|---|---:|---:|\n" + "".join(
+        f"| [{md_text(c)}]({rel_link('trajectories/index.html', c)}) | {md_text(next(r['sequence'] for r in rows if r['cell'] == c))} "
+        f"| {sum(r['cell'] == c for r in rows)} | {sum(r['cell'] == c and r['verdict'] == 'RESOLVED' for r in rows)} |\n"
         for c in dict.fromkeys(r["cell"] for r in rows)
     )
 

@@ -17,13 +17,13 @@ from ..memory.memory import condition_name
 from ..metrics.attempts import read_attempts
 from ..metrics.metrics import paired_bootstrap
 from ..models.model_base import model_spec
-from .parts import Section, ci_text, md_link, md_table, report_subplots, save_figure
+from .parts import DIVERGING, Section, ci_text, md_link, md_table, report_subplots, save_figure, themed
 from .results import cell_config
 from ..runs.transfer import slug
 
 # %% auto #0
 __all__ = ['ROW_COLUMNS', 'TABLE_KEYS', 'transfer_rows', 'transfer_row', 'transfer_table', 'short_names', 'transfer_matrix',
-           'square_text', 'transfer_figure', 'transfer_section']
+           'square_text', 'transfer_plot', 'transfer_figure', 'transfer_section']
 
 # %% ../../nbs/report/12e_report_transfer.ipynb #1b546917
 plt = lazy_module("matplotlib.pyplot")
@@ -124,26 +124,35 @@ def _label_heatmap(ax, seqs: list, title: str) -> None:
     k, names = len(seqs), short_names(seqs)
     ax.set_xticks(range(k), names, rotation=30 if k > 3 else 0, ha="right" if k > 3 else "center")
     ax.set_yticks(range(k), names)
+    ax.grid(False)
     ax.set_xlabel("target B (evaluated on)")
     ax.set_ylabel("source A (memory from)")
-    ax.set_title(textwrap.fill(title, 60), fontsize=8)  # a long model string wraps instead of pushing the labels out
+    ax.set_title(
+        textwrap.fill(title, 60), fontsize="medium"
+    )  # a long model string wraps instead of pushing the labels out
 
 # %% ../../nbs/report/12e_report_transfer.ipynb #e5855b49
-def transfer_figure(table: pd.DataFrame, path, title: str = "") -> Path:
-    "The transfer heatmap of one experiment × model × condition: rows source A, columns target B, colour delta."
+@themed
+def transfer_plot(table: pd.DataFrame, title: str = ""):
+    "The transfer heatmap of one experiment × model × condition: rows source A, columns target B, colour delta; the figure."
     seqs, a = transfer_matrix(table)
     k, at = len(seqs), {s: i for i, s in enumerate(seqs)}
-    cmap = plt.get_cmap("RdBu").copy()
+    cmap = plt.get_cmap(DIVERGING).copy()
     cmap.set_bad("#c8c8c8")
     fig, ax = report_subplots(figsize=(3.0 + 1.5 * k, 1.6 + 1.3 * k))
     im = ax.imshow(np.ma.masked_invalid(a), cmap=cmap, vmin=-1, vmax=1)
     for r in table.itertuples():
-        ax.text(at[r.target], at[r.source], square_text(r), ha="center", va="center", fontsize=7)
+        ax.text(at[r.target], at[r.source], square_text(r), ha="center", va="center", fontsize="small")
     for i in range(k):
-        ax.text(i, i, "same\nsequence", ha="center", va="center", fontsize=7, color="#555555")
+        ax.text(i, i, "same\nsequence", ha="center", va="center", fontsize="small", color="#555555")
     _label_heatmap(ax, seqs, title)
     fig.colorbar(im, ax=ax, fraction=0.046).set_label("Δ resolved rate on B vs memory none")
-    return save_figure(fig, path)
+    return fig
+
+# %% ../../nbs/report/12e_report_transfer.ipynb #7203ff6a
+def transfer_figure(table: pd.DataFrame, path, title: str = "") -> Path:
+    "`transfer_plot` saved at `path` (PNG, SVG beside it)."
+    return save_figure(transfer_plot(table, title), path)
 
 # %% ../../nbs/report/12e_report_transfer.ipynb #0e6217d8
 def _transfer_figures(t: pd.DataFrame, out: Path) -> list:
