@@ -29,7 +29,7 @@ from swecl.report.parts import (
 )
 from .pipeline import pipeline_section
 from .results import results_sections
-from .run_summary import run_summary_section, verdict_section
+from .run_summary import comparison_section, run_summary_section, verdict_section
 from .trajectory_html import STYLE, trajectory_section
 from .transfer import transfer_section
 from ..tasks import datasets, similarity
@@ -240,7 +240,8 @@ def render(
     out.mkdir(parents=True, exist_ok=True)
     bench = datasets.load(dataset)  # loaded once, shared by the dataset sections
     results = Path(results).resolve()
-    sections = [run_summary_section(results), verdict_section(results), *results_sections(out, results, n_resamples)]
+    sections = [run_summary_section(results), verdict_section(results), comparison_section(results, n_resamples)]
+    sections += results_sections(out, results, n_resamples)
     sections += [
         transfer_section(out, results, n_resamples),
         trajectory_section(out, results),

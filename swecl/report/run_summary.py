@@ -12,6 +12,8 @@ from ..base.labels import infra_label
 from ..base.lazy import lazy_module
 from ..memory.memory import condition_name
 from ..metrics.attempts import read_attempts
+from ..metrics.comparison import memory_vs_none, wide_tables
+from ..metrics.metrics import cl_from_attempts, none_pairs
 from ..models.model_base import ModelError, model_spec
 from .parts import Section, duration_text, md_link, md_table, usd_text
 from .pipeline import pipeline_kind
@@ -19,8 +21,9 @@ from .results import cell_config
 from .trajectory import attempts_frame, cells_under, verdict
 
 # %% auto #0
-__all__ = ['RUN_COLUMNS', 'VERDICT_MARKS', 'short_id', 'ids_text', 'run_row', 'run_rows', 'run_summary_section', 'verdict_mark',
-           'model_label', 'column_labels', 'verdict_matrix', 'verdict_section']
+__all__ = ['RUN_COLUMNS', 'VERDICT_MARKS', 'HEADLINE_METRICS', 'short_id', 'ids_text', 'run_row', 'run_rows',
+           'run_summary_section', 'verdict_mark', 'model_label', 'column_labels', 'verdict_matrix', 'verdict_section',
+           'comparison_section']
 
 # %% ../../nbs/report/12i_report_run.ipynb #4e0b70a4
 pd = lazy_module("pandas")
@@ -167,3 +170,25 @@ def verdict_section(results: Path) -> Section | None:
         "not attempted; several marks: several samples. Each mark links to the attempt's trajectory page; its title is the "
         "verdict in full.*",
     )
+
+# %% ../../nbs/report/12i_report_run.ipynb #d9bf1576
+HEADLINE_METRICS = ("ACC", "F", "FT", "BWT", "AULC", "CL_Score")  # the report's wide table; `swecl metrics` has all
+
+
+def comparison_section(results: Path, n_resamples: int = 1000) -> Section | None:
+    "'Memory against no memory': `wide_tables` per model (headline metrics) and `memory_vs_none`; None without attempts."
+    if not Path(results).is_dir() or not cells_under(results):
+        return None
+    att = read_attempts(results)
+    df = cl_from_attempts(att, zero_shot=none_pairs(att), n_resamples=n_resamples)
+    parts = []
+    for model, table in wide_tables(df[df.metric.isin(HEADLINE_METRICS)], att).items():
+        check = f" (a pipeline check: {kind}, not a result)" if model and (kind := pipeline_kind(model)) else ""
+        parts.append(
+            f"**{model or 'model not recorded'}**{check}: each metric [95% CI] by condition\n\n{md_table(table)}"
+        )
+    paired = memory_vs_none(att, n_resamples)
+    if len(paired):
+        parts.append("**memory − none**, paired on the tasks both cells graded:\n\n" + md_table(paired))
+    note = "*Intervals: bootstrap over tasks; McNemar's exact test on the first attempts; `undefined`: a metric the cell cannot have (FT without memory).*"
+    return Section("Memory against no memory", "\n\n".join(parts + [note]))
