@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,11 +22,12 @@ from prompt_toolkit.widgets import TextArea
 from rich.console import Console
 
 from ..base.labels import infra_label
+from ..memory.memory import condition_name
 from . import trajectory as tj
 from ..runs.progress import middle_cut
 
 # %% auto #0
-__all__ = ['OUTCOMES', 'outcome', 'page_lines', 'Browser', 'browse_app']
+__all__ = ['OUTCOMES', 'outcome', 'cell_fields', 'page_lines', 'Browser', 'browse_app']
 
 # %% ../../nbs/report/12j_browse.ipynb #d2619326
 OUTCOMES = ("all", "resolved", "not resolved", "infrastructure")
@@ -34,6 +36,18 @@ OUTCOMES = ("all", "resolved", "not resolved", "infrastructure")
 def outcome(rec: dict) -> str:
     "The outcome filter an attempt record falls under (other than `all`)."
     return "infrastructure" if infra_label(rec) else "resolved" if tj.verdict(rec) == "RESOLVED" else "not resolved"
+
+# %% ../../nbs/report/12j_browse.ipynb #90728684
+def cell_fields(cell: str, rec: dict) -> dict:
+    "A cell folder's run (its parent folders, sequence and model), condition and seed, from its name or its record."
+    *parents, name = cell.split("/")
+    parts = name.split("__")  # a cell id: SEQUENCE__MODEL__CONDITION__sSEED, then any re-test policy
+    at = next((i for i in range(len(parts) - 1, 1, -1) if re.fullmatch(r"s\d+", parts[i])), None)
+    if at is None:  # a folder not named as `swecl run` names cells
+        memory = condition_name(rec["memory"], rec.get("content") or "summary") if rec.get("memory") else "?"
+        return {"run": cell, "condition": memory, "seed": f"s{rec.get('seed', '?')}"}
+    run = "/".join([*parents, "__".join(parts[: at - 1])])
+    return {"run": run, "condition": "__".join([parts[at - 1], *parts[at + 1 :]]), "seed": parts[at]}
 
 # %% ../../nbs/report/12j_browse.ipynb #15c0f399
 def page_lines(renderable, width: int, color: bool = True) -> list:
@@ -80,16 +94,21 @@ def _load(self: Browser, r: dict) -> tj.Attempt:
         self._cache[key] = tj.load_attempt(self.results / r["cell"], r["record"], self._records[r["cell"]])
     return self._cache[key]
 
+# %% ../../nbs/report/12j_browse.ipynb #5b05ce43
+@patch
+def row(self: Browser) -> dict | None:
+    "The row of the attempt shown (None when the filters keep none)."
+    kept = self.kept
+    return kept[min(self.at, len(kept) - 1)] if kept else None
+
 
 @patch
 def attempt(self: Browser) -> tj.Attempt | None:
     "The attempt shown (None when the filters keep none); loaded once."
-    kept = self.kept
-    if not kept:
-        return None
-    return self._load(kept[min(self.at, len(kept) - 1)])
+    r = self.row()
+    return None if r is None else self._load(r)
 
-
+# %% ../../nbs/report/12j_browse.ipynb #33ba05f2
 @patch
 def pages(self: Browser, a: tj.Attempt | None = None) -> list:
     "The pages of attempt `a` (the one shown by default), as plain-text line lists for search and colour lines to draw."
@@ -111,7 +130,7 @@ def go(self: Browser, attempt: int | None = None, page: int | None = None) -> No
     self.page = max(0, min(len(self.pages()) - 1, self.page)) if n else 0
     self.top, self.message = 0, ""
 
-
+# %% ../../nbs/report/12j_browse.ipynb #f25df847
 @patch
 def next_page(self: Browser, d: int = 1) -> None:
     "The next (`d` 1) or previous (`d` -1) page, going on into the next or previous attempt at either end."
@@ -124,7 +143,7 @@ def next_page(self: Browser, d: int = 1) -> None:
         self.go(self.at + d)
         self.go(page=0 if d > 0 else len(self.pages()) - 1)
 
-
+# %% ../../nbs/report/12j_browse.ipynb #1b05bf81
 @patch
 def scroll(self: Browser, lines: int, height: int) -> None:
     "Scroll the page by `lines`, keeping a screen of `height` lines filled when the page is that long."
@@ -144,7 +163,7 @@ def set_filter(self: Browser, cell: str | None = None, task: str | None = None, 
     if not self.kept:
         self.message = "no attempt is kept by these filters (c, t: an empty text keeps all; o: cycle the outcome)"
 
-
+# %% ../../nbs/report/12j_browse.ipynb #29ed70c4
 @patch
 def search(self: Browser, words: str) -> bool:
     "Go to the next page (after this one, this attempt then the next) whose text holds `words`, case-insensitive."
@@ -162,17 +181,33 @@ def search(self: Browser, words: str) -> bool:
     self.message = f"{words!r} is not found after this page"
     return False
 
+# %% ../../nbs/report/12j_browse.ipynb #461c3318
+@patch
+def fields(self: Browser, r: dict) -> dict:
+    "The run, condition and seed of row `r`'s cell (see `cell_fields`)."
+    return cell_fields(r["cell"] or self.results.resolve().name, r["record"])  # "": the results folder is the cell
+
+
+@patch
+def filters_text(self: Browser) -> str:
+    "The filters that keep less than all, and `full` when outputs are shown whole (empty when none)."
+    words = [f"{k}~{v!r}" for k, v in (("cell", self.cell), ("task", self.task)) if v]
+    return " ".join(words + [self.outcome] * (self.outcome != "all") + ["full"] * self.full)
+
 # %% ../../nbs/report/12j_browse.ipynb #054e640b
 @patch
-def status(self: Browser) -> str:
-    "The top line: where the browser is, the filters, and the keys."
-    kept, a = self.kept, self.attempt()
-    where = (f"{middle_cut(a.name, 32)}  attempt {self.at + 1}/{len(kept)}  page {self.page + 1}/{len(self.pages())}" if a
-             else f"0/{len(self.rows)} attempts")  # fmt: skip
-    filters = f"cell~{self.cell!r} task~{self.task!r} {self.outcome}" + ("  full" if self.full else "")
-    return tj.printable(f"{where} | {filters} | ←→ n/p / c t o f q")
+def status(self: Browser, width: int | None = None) -> str:
+    "The top line in `width` columns: condition and seed, attempt, task, outcome, place, filters, then the run, cut first."
+    width, r, filters = width or self.width, self.row(), self.filters_text()
+    if r is None:
+        return tj.printable(" | ".join([f"0/{len(self.rows)} attempts", *([filters] if filters else [])]))[:width]
+    f, place = self.fields(r), f"{self.at + 1}/{len(self.kept)} page {self.page + 1}/{len(self.pages())}"
+    where = [f"{f['condition']} {f['seed']}", r["attempt"], str(r["instance_id"]), outcome(r["record"]), place]
+    tail = tj.printable(" | ".join(where + ([filters] if filters else [])))
+    room = width - len(tail) - len(" | ")
+    return ((f"{middle_cut(tj.printable(f['run']), room)} | " if room >= 8 else "") + tail)[:width]
 
-
+# %% ../../nbs/report/12j_browse.ipynb #a2ba6b19
 @patch
 def screen(self: Browser, height: int) -> list:
     "The lines of the page shown, `height` of them from the scroll position (with colour escapes)."
