@@ -14,8 +14,9 @@ from fastcore.basics import patch
 from prompt_toolkit import Application
 from prompt_toolkit.application.current import get_app
 from prompt_toolkit.filters import Condition
-from prompt_toolkit.formatted_text import ANSI
+from prompt_toolkit.formatted_text import ANSI, to_formatted_text
 from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.widgets import TextArea
@@ -27,7 +28,8 @@ from . import trajectory as tj
 from ..runs.progress import middle_cut
 
 # %% auto #0
-__all__ = ['OUTCOMES', 'outcome', 'cell_fields', 'page_lines', 'Browser', 'browse_app']
+__all__ = ['OUTCOMES', 'BIG', 'PAGE_KEYS', 'KEY_NAMES', 'HELP', 'LEGEND', 'outcome', 'cell_fields', 'page_lines', 'Browser',
+           'help_lines', 'legend', 'browse_app']
 
 # %% ../../nbs/report/12j_browse.ipynb #d2619326
 OUTCOMES = ("all", "resolved", "not resolved", "infrastructure")
@@ -71,7 +73,11 @@ class Browser:
     at: int = 0  # index into `kept`
     page: int = 0
     top: int = 0  # first line of the page shown
-    message: str = ""
+    message: str = ""  # shown in the footer until the next move
+    view: str = "page"
+    help_shown: bool = False
+    asking: str | None = None  # what the open prompt asks for: search, cell or task
+    done: bool = False  # quit
 
     def __post_init__(self):
         self.rows = tj.attempts_frame(self.results).to_dict("records")
@@ -213,57 +219,170 @@ def screen(self: Browser, height: int) -> list:
     "The lines of the page shown, `height` of them from the scroll position (with colour escapes)."
     if not self.kept:
         return [self.message or "no attempt"]
-    return self.pages()[self.page][1][self.top : self.top + height] + ([self.message] if self.message else [])
+    return self.pages()[self.page][1][self.top : self.top + height]
+
+# %% ../../nbs/report/12j_browse.ipynb #a509c9a1
+@patch
+def cycle_outcome(self: Browser) -> None:
+    "The next outcome filter: all, resolved, not resolved, infrastructure, then all again."
+    self.set_filter(outcome=OUTCOMES[(OUTCOMES.index(self.outcome) + 1) % len(OUTCOMES)])
+
+
+@patch
+def toggle_full(self: Browser) -> None:
+    "Fold long outputs, or show them whole."
+    self.full = not self.full
+    self.go()
+
+# %% ../../nbs/report/12j_browse.ipynb #cc6880e3
+@patch
+def ask(self: Browser, what: str) -> None:
+    "Open the prompt for `what`: search, cell or task."
+    self.asking = what
+
+
+@patch
+def cancel(self: Browser) -> None:
+    "Close the prompt, changing nothing (Esc)."
+    self.asking = None
+
+# %% ../../nbs/report/12j_browse.ipynb #164642a8
+@patch
+def answer(self: Browser, text: str) -> None:
+    "Apply the prompt's `text` (Enter): search for it, or set the filter the prompt was opened for."
+    what, self.asking = self.asking, None
+    if what == "search":
+        self.search(text)
+    elif what is not None:
+        self.set_filter(**{what: text})
+
+# %% ../../nbs/report/12j_browse.ipynb #369114ce
+BIG = 10**9  # lines: scrolled by, to reach a page's end
+PAGE_KEYS = {  # prompt_toolkit's name of a key → what it does on a page, given the page's height on the screen
+    "right": lambda b, h: b.next_page(1), "l": lambda b, h: b.next_page(1),
+    "left": lambda b, h: b.next_page(-1), "h": lambda b, h: b.next_page(-1),
+    "n": lambda b, h: b.go(b.at + 1), "p": lambda b, h: b.go(b.at - 1),
+    "down": lambda b, h: b.scroll(1, h), "j": lambda b, h: b.scroll(1, h),
+    "up": lambda b, h: b.scroll(-1, h), "k": lambda b, h: b.scroll(-1, h),
+    "pagedown": lambda b, h: b.scroll(h - 1, h), "pageup": lambda b, h: b.scroll(1 - h, h),
+    "g": lambda b, h: b.scroll(-BIG, h), "G": lambda b, h: b.scroll(BIG, h),
+    "/": lambda b, h: b.ask("search"), "c": lambda b, h: b.ask("cell"), "t": lambda b, h: b.ask("task"),
+    "o": lambda b, h: b.cycle_outcome(), "f": lambda b, h: b.toggle_full(),
+    "?": lambda b, h: setattr(b, "help_shown", True), "q": lambda b, h: setattr(b, "done", True),
+}  # fmt: skip
+
+# %% ../../nbs/report/12j_browse.ipynb #aab61a9e
+@patch
+def press(self: Browser, key: str, height: int) -> None:
+    "Do what `key` (prompt_toolkit's name) does in the view shown, on a screen of `height` lines; any key closes the help."
+    if self.help_shown:
+        self.help_shown = False
+    elif move := PAGE_KEYS.get(key):
+        move(self, height)
+
+# %% ../../nbs/report/12j_browse.ipynb #b4e155a4
+KEY_NAMES = {"left": "←", "right": "→", "up": "↑", "down": "↓", "pageup": "PgUp", "pagedown": "PgDn",
+             "escape": "Esc", "enter": "Enter"}  # fmt: skip  # prompt_toolkit's names → as the help and footer show them
+HELP = (  # where, then (keys, what they do) for each key that works there
+    ("On a page", (
+        (("right", "l", "left", "h"), "next / previous page, on into the next / previous attempt at either end"),
+        (("n", "p"), "next / previous attempt (of those the filters keep)"),
+        (("down", "j", "up", "k"), "scroll a line"),
+        (("pagedown", "pageup"), "scroll a screen"),
+        (("g", "G"), "the page's top / end"),
+        (("/",), "search: the next page whose text holds the words"),
+        (("c", "t"), "filter by cell folder / by instance id: those holding the text (empty: all)"),
+        (("o",), "cycle the outcome filter: all, resolved, not resolved, infrastructure"),
+        (("f",), "fold long outputs, or show them whole"),
+        (("?",), "this help; any key closes it"),
+        (("q",), "quit (Ctrl-C too)"),
+    )),
+    ("In the prompt of / c t", ((("enter",), "apply it"), (("escape",), "cancel it, changing nothing"))),
+)  # fmt: skip
+
+# %% ../../nbs/report/12j_browse.ipynb #991a4b15
+LEGEND = {  # the footer of each view: (its keys as shown, what they do)
+    "page": (("?", "help"), ("←→hl", "page"), ("np", "attempt"), ("↑↓jk PgUp PgDn gG", "scroll"), ("/", "search"),
+             ("cto", "filter"), ("f", "fold"), ("q", "quit")),
+}  # fmt: skip
+
+# %% ../../nbs/report/12j_browse.ipynb #cb632258
+def help_lines(width: int = 100) -> list:
+    "The help: every key, by where it works, with what it does, in `width` columns."
+    out = ["The keys of swecl browse (any key closes this help)"]
+    for where, keys in HELP:
+        out += ["", where] + [f"  {' '.join(KEY_NAMES.get(k, k) for k in ks):<22}{does}"[:width] for ks, does in keys]
+    return out
+
+# %% ../../nbs/report/12j_browse.ipynb #88120f69
+def legend(view: str, width: int = 100) -> list:
+    "The keys of `view` (page or list) as prompt_toolkit fragments, each key in bold: as many as fit in `width` columns."
+    out, used = [], -2
+    for keys, does in LEGEND[view]:
+        used += 2 + len(keys) + 1 + len(does)
+        if used > width:
+            break
+        out += [("", "  ")] * bool(out) + [("bold", keys), ("", f" {does}")]
+    return out
+
+# %% ../../nbs/report/12j_browse.ipynb #abeeca86
+@patch
+def footer(self: Browser, width: int | None = None) -> list:
+    "The bottom line, as prompt_toolkit fragments: the message when there is one, else the keys of the view shown."
+    width = width or self.width
+    if self.message:
+        return [("bold", self.message[:width])]
+    return [("", "any key closes the help")] if self.help_shown else legend(self.view, width)
+
+# %% ../../nbs/report/12j_browse.ipynb #68037c05
+@patch
+def body(self: Browser, height: int) -> list:
+    "What the screen shows between the status line and the footer, as prompt_toolkit fragments: the help or the page."
+    if self.help_shown:
+        return [("", "\n".join(help_lines(self.width)))]
+    return to_formatted_text(ANSI("\n".join(self.screen(height))))
 
 # %% ../../nbs/report/12j_browse.ipynb #6abdc40b
-def _asking(app_state: dict, b: Browser, kb: KeyBindings, prompt: TextArea, body: Window) -> None:
-    "Keys that open the prompt (/ search, c cell, t task), and what Enter does with its text."
-    for key, what in (("/", "search"), ("c", "cell"), ("t", "task")):
+def _bind(b: Browser, kb: KeyBindings, prompt: TextArea, body: Window, height) -> None:
+    "Every key of `PAGE_KEYS` to `Browser.press` (any key while the help is shown), and Esc in the prompt to `cancel`."
+    asking = Condition(lambda: b.asking is not None)
 
-        @kb.add(key, filter=Condition(lambda: app_state["ask"] is None))
-        def _(event, what=what):
-            app_state["ask"], prompt.text = what, ""
+    def pressed(event, key: str) -> None:
+        b.press(key, height())
+        if b.done:
+            event.app.exit()
+        elif b.asking is not None:
+            prompt.text = ""
             event.app.layout.focus(prompt)
 
-    def accept(buff) -> bool:
-        what, text = app_state["ask"], buff.text
-        app_state["ask"] = None
-        b.search(text) if what == "search" else b.set_filter(**{what: text})
-        get_app().layout.focus(body)
-        return False
-
-    prompt.accept_handler = accept
+    for key in PAGE_KEYS:
+        kb.add(key, filter=~asking)(lambda event, key=key: pressed(event, key))
+    kb.add(Keys.Any, filter=Condition(lambda: b.help_shown))(lambda event: b.press("", height()))
+    kb.add("escape", filter=asking)(lambda event: (b.cancel(), event.app.layout.focus(body)))
+    kb.add("c-c")(lambda event: event.app.exit())
 
 # %% ../../nbs/report/12j_browse.ipynb #3a587af2
-def _moves(app_state: dict, b: Browser, kb: KeyBindings, height) -> None:
-    "Keys that move through pages, attempts and the page, fold, cycle the outcome, and quit."
-    free = Condition(lambda: app_state["ask"] is None)
-    moves = {
-        ("right",): lambda: b.next_page(1), ("l",): lambda: b.next_page(1),
-        ("left",): lambda: b.next_page(-1), ("h",): lambda: b.next_page(-1),
-        ("n",): lambda: b.go(b.at + 1), ("p",): lambda: b.go(b.at - 1),
-        ("down",): lambda: b.scroll(1, height()), ("j",): lambda: b.scroll(1, height()),
-        ("up",): lambda: b.scroll(-1, height()), ("k",): lambda: b.scroll(-1, height()),
-        ("pagedown",): lambda: b.scroll(height() - 1, height()), ("pageup",): lambda: b.scroll(1 - height(), height()),
-        ("g",): lambda: b.scroll(-(10**9), height()),
-        ("o",): lambda: b.set_filter(outcome=OUTCOMES[(OUTCOMES.index(b.outcome) + 1) % len(OUTCOMES)]),
-        ("f",): lambda: (setattr(b, "full", not b.full), b.go()),
-    }  # fmt: skip
-    for keys, move in moves.items():
-        kb.add(*keys, filter=free)(lambda event, move=move: move())
-    kb.add("q", filter=free)(lambda event: event.app.exit())
-    kb.add("c-c")(lambda event: event.app.exit())
-    kb.add("escape", filter=~free)(lambda event: (app_state.update(ask=None), event.app.layout.focus_last()))
+def _prompt(b: Browser, body: Window) -> TextArea:
+    "The one-line prompt: it names what it asks for, and Enter gives its text to `Browser.answer`."
+
+    def accept(buff) -> bool:
+        b.answer(buff.text)
+        get_app().layout.focus(body)
+        return False  # the text goes
+
+    return TextArea(height=1, multiline=False, prompt=lambda: f"{b.asking} (Enter applies, Esc cancels): ",
+                    accept_handler=accept)  # fmt: skip
 
 # %% ../../nbs/report/12j_browse.ipynb #88464c81
 def browse_app(b: Browser, **session) -> Application:
     "The full-screen application over `b`; `session`: prompt_toolkit's `input` and `output` (a terminal by default)."
-    state, kb = {"ask": None}, KeyBindings()
-    height = lambda: max(3, get_app().output.get_size().rows - 2)
-    body = Window(FormattedTextControl(lambda: ANSI("\n".join(b.screen(height())))), wrap_lines=False)
-    status = Window(FormattedTextControl(lambda: [("reverse", b.status())]), height=1)
-    prompt = TextArea(height=1, multiline=False, prompt=lambda: f"{state['ask']}: ")
-    _asking(state, b, kb, prompt, body)
-    _moves(state, b, kb, height)
-    root = HSplit([status, body, ConditionalContainer(prompt, Condition(lambda: state["ask"] is not None))])
+    kb, size = KeyBindings(), lambda: get_app().output.get_size()
+    height = lambda: max(3, size().rows - 2)
+    body = Window(FormattedTextControl(lambda: b.body(height())), wrap_lines=False)
+    status = Window(FormattedTextControl(lambda: [("reverse", b.status(size().columns))]), height=1)
+    footer = Window(FormattedTextControl(lambda: b.footer(size().columns)), height=1)
+    prompt = _prompt(b, body)
+    _bind(b, kb, prompt, body, height)
+    asking = Condition(lambda: b.asking is not None)
+    root = HSplit([status, body, ConditionalContainer(footer, ~asking), ConditionalContainer(prompt, asking)])
     return Application(layout=Layout(root, focused_element=body), key_bindings=kb, full_screen=True, **session)
