@@ -28,8 +28,9 @@ from . import trajectory as tj
 from ..runs.progress import middle_cut
 
 # %% auto #0
-__all__ = ['OUTCOMES', 'BIG', 'PAGE_KEYS', 'KEY_NAMES', 'HELP', 'LEGEND', 'outcome', 'cell_fields', 'page_lines', 'Browser',
-           'help_lines', 'legend', 'browse_app']
+__all__ = ['OUTCOMES', 'BIG', 'PAGE_KEYS', 'LIST_KEYS', 'KEY_NAMES', 'PAGE_HELP', 'LIST_HELP', 'PROMPT_HELP', 'HELP', 'LEGEND',
+           'outcome', 'cell_fields', 'page_lines', 'Browser', 'table_lines', 'joined', 'help_lines', 'legend',
+           'browse_app']
 
 # %% ../../nbs/report/12j_browse.ipynb #d2619326
 OUTCOMES = ("all", "resolved", "not resolved", "infrastructure")
@@ -74,7 +75,8 @@ class Browser:
     page: int = 0
     top: int = 0  # first line of the page shown
     message: str = ""  # shown in the footer until the next move
-    view: str = "page"
+    view: str = "page"  # or "list", of the attempts
+    list_at: int = 0  # the list's cursor, an index into `kept`
     help_shown: bool = False
     asking: str | None = None  # what the open prompt asks for: search, cell or task
     done: bool = False  # quit
@@ -85,11 +87,12 @@ class Browser:
         for r in self.rows:
             self._records.setdefault(r["cell"], {})[r["attempt"]] = r["record"]
 
-    @property
-    def kept(self) -> list:
-        "The rows the filters keep, in folder order."
-        return [r for r in self.rows if self.cell in r["cell"] and self.task in str(r["instance_id"])
-                and self.outcome in ("all", outcome(r["record"]))]  # fmt: skip
+# %% ../../nbs/report/12j_browse.ipynb #b379bf1b
+@patch(as_prop=True)
+def kept(self: Browser) -> list:
+    "The rows the filters keep, in folder order."
+    return [r for r in self.rows if self.cell in r["cell"] and self.task in str(r["instance_id"])
+            and self.outcome in ("all", outcome(r["record"]))]  # fmt: skip
 
 # %% ../../nbs/report/12j_browse.ipynb #0b3a6eee
 @patch
@@ -221,6 +224,63 @@ def screen(self: Browser, height: int) -> list:
         return [self.message or "no attempt"]
     return self.pages()[self.page][1][self.top : self.top + height]
 
+# %% ../../nbs/report/12j_browse.ipynb #6c8ab603
+def table_lines(columns: dict, width: int, flexible: str) -> list:
+    "`columns` (header → its values) as lines two spaces apart in `width` columns; the `flexible` one is cut to fit."
+    widths = {h: max(map(len, [h, *vs])) for h, vs in columns.items()}
+    others = sum(w for h, w in widths.items() if h != flexible) + 2 * (len(columns) - 1)
+    widths[flexible] = max(4, min(widths[flexible], width - others))
+    rows = zip(*([h, *vs] for h, vs in columns.items()))
+    return ["  ".join(middle_cut(v, w).ljust(w) for v, w in zip(row, widths.values())).rstrip() for row in rows]
+
+# %% ../../nbs/report/12j_browse.ipynb #2ce1cde6
+@patch
+def list_rows(self: Browser, width: int | None = None) -> list:
+    "The list's lines: a header, then a row for each attempt kept (number, run, condition, seed, attempt, task, outcome)."
+    key = ("list", self.cell, self.task, self.outcome, width or self.width)
+    if key not in self._cache:
+        kept, f = self.kept, [self.fields(r) for r in self.kept]
+        columns = {"#": [str(n + 1) for n in range(len(kept))], **{c: [x[c] for x in f] for c in ("run", "condition", "seed")},
+                   "attempt": [r["attempt"] for r in kept], "task": [middle_cut(str(r["instance_id"]), 26) for r in kept],
+                   "outcome": [outcome(r["record"]) for r in kept]}  # fmt: skip
+        printable = {h: [tj.printable(v) for v in vs] for h, vs in columns.items()}
+        self._cache[key] = table_lines(printable, width or self.width, "run")
+    return self._cache[key]
+
+# %% ../../nbs/report/12j_browse.ipynb #4ea28b49
+@patch
+def open_list(self: Browser) -> None:
+    "Show the list of the attempts the filters keep, its cursor on the attempt shown."
+    self.view, self.list_at = "list", self.at
+
+
+@patch
+def list_move(self: Browser, rows: int) -> None:
+    "Move the list's cursor by `rows` (clamped to the list)."
+    self.list_at = max(0, min(len(self.kept) - 1, self.list_at + rows))
+
+
+@patch
+def choose(self: Browser) -> None:
+    "Close the list and show the attempt under its cursor, from its first page."
+    self.view = "page"
+    self.go(self.list_at)
+
+# %% ../../nbs/report/12j_browse.ipynb #15771e8f
+def joined(lines: list) -> list:
+    "Lines of prompt_toolkit fragments as one list of fragments, a newline between lines."
+    return [frag for n, line in enumerate(lines) for frag in [("", "\n")] * bool(n) + list(line)]
+
+
+@patch
+def list_text(self: Browser, height: int) -> list:
+    "The list as prompt_toolkit fragments in `height` lines: its header, then the rows around the cursor (reversed)."
+    header, *rows = self.list_rows()
+    n = max(1, height - 1)
+    first = max(0, min(self.list_at - n // 2, len(rows) - n))
+    shown = [("reverse" if k == self.list_at else "", rows[k]) for k in range(first, min(first + n, len(rows)))]
+    return joined([[("bold", header)]] + [[row] for row in shown or [("", "no attempt is kept by these filters")]])
+
 # %% ../../nbs/report/12j_browse.ipynb #a509c9a1
 @patch
 def cycle_outcome(self: Browser) -> None:
@@ -268,7 +328,18 @@ PAGE_KEYS = {  # prompt_toolkit's name of a key → what it does on a page, give
     "g": lambda b, h: b.scroll(-BIG, h), "G": lambda b, h: b.scroll(BIG, h),
     "/": lambda b, h: b.ask("search"), "c": lambda b, h: b.ask("cell"), "t": lambda b, h: b.ask("task"),
     "o": lambda b, h: b.cycle_outcome(), "f": lambda b, h: b.toggle_full(),
-    "?": lambda b, h: setattr(b, "help_shown", True), "q": lambda b, h: setattr(b, "done", True),
+    "a": lambda b, h: b.open_list(), "?": lambda b, h: setattr(b, "help_shown", True),
+    "q": lambda b, h: setattr(b, "done", True),
+}  # fmt: skip
+
+# %% ../../nbs/report/12j_browse.ipynb #00bda20b
+LIST_KEYS = {  # prompt_toolkit's name of a key → what it does in the list of attempts
+    "down": lambda b, h: b.list_move(1), "j": lambda b, h: b.list_move(1),
+    "up": lambda b, h: b.list_move(-1), "k": lambda b, h: b.list_move(-1),
+    "pagedown": lambda b, h: b.list_move(h - 2), "pageup": lambda b, h: b.list_move(2 - h),
+    "g": lambda b, h: b.list_move(-BIG), "G": lambda b, h: b.list_move(BIG),
+    "enter": lambda b, h: b.choose(), "?": lambda b, h: setattr(b, "help_shown", True),
+    **dict.fromkeys(("escape", "a", "q"), lambda b, h: setattr(b, "view", "page")),
 }  # fmt: skip
 
 # %% ../../nbs/report/12j_browse.ipynb #aab61a9e
@@ -277,33 +348,44 @@ def press(self: Browser, key: str, height: int) -> None:
     "Do what `key` (prompt_toolkit's name) does in the view shown, on a screen of `height` lines; any key closes the help."
     if self.help_shown:
         self.help_shown = False
-    elif move := PAGE_KEYS.get(key):
+    elif move := (LIST_KEYS if self.view == "list" else PAGE_KEYS).get(key):
         move(self, height)
 
 # %% ../../nbs/report/12j_browse.ipynb #b4e155a4
 KEY_NAMES = {"left": "←", "right": "→", "up": "↑", "down": "↓", "pageup": "PgUp", "pagedown": "PgDn",
              "escape": "Esc", "enter": "Enter"}  # fmt: skip  # prompt_toolkit's names → as the help and footer show them
-HELP = (  # where, then (keys, what they do) for each key that works there
-    ("On a page", (
-        (("right", "l", "left", "h"), "next / previous page, on into the next / previous attempt at either end"),
-        (("n", "p"), "next / previous attempt (of those the filters keep)"),
-        (("down", "j", "up", "k"), "scroll a line"),
-        (("pagedown", "pageup"), "scroll a screen"),
-        (("g", "G"), "the page's top / end"),
-        (("/",), "search: the next page whose text holds the words"),
-        (("c", "t"), "filter by cell folder / by instance id: those holding the text (empty: all)"),
-        (("o",), "cycle the outcome filter: all, resolved, not resolved, infrastructure"),
-        (("f",), "fold long outputs, or show them whole"),
-        (("?",), "this help; any key closes it"),
-        (("q",), "quit (Ctrl-C too)"),
-    )),
-    ("In the prompt of / c t", ((("enter",), "apply it"), (("escape",), "cancel it, changing nothing"))),
-)  # fmt: skip
+PAGE_HELP = (  # (keys, what they do) on a page
+    (("right", "l", "left", "h"), "next / previous page, on into the next / previous attempt at either end"),
+    (("n", "p"), "next / previous attempt (of those the filters keep)"),
+    (("down", "j", "up", "k"), "scroll a line"),
+    (("pagedown", "pageup"), "scroll a screen"),
+    (("g", "G"), "the page's top / end"),
+    (("a",), "the list of attempts (condition, seed, task, outcome), to jump from"),
+    (("/",), "search: the next page whose text holds the words"),
+    (("c", "t"), "filter by cell folder / by instance id: those holding the text (empty: all)"),
+    (("o",), "cycle the outcome filter: all, resolved, not resolved, infrastructure"),
+    (("f",), "fold long outputs, or show them whole"),
+    (("?",), "this help; any key closes it"),
+    (("q",), "quit (Ctrl-C too)"),
+)
+
+# %% ../../nbs/report/12j_browse.ipynb #e3f7638e
+LIST_HELP = (  # (keys, what they do) in the list of attempts
+    (("down", "j", "up", "k"), "move the cursor a row"),
+    (("pagedown", "pageup"), "move it a screen"),
+    (("g", "G"), "the first / last attempt"),
+    (("enter",), "show the attempt under the cursor"),
+    (("escape", "a", "q"), "close the list, staying on the attempt shown"),
+    (("?",), "this help"),
+)
+PROMPT_HELP = ((("enter",), "apply it"), (("escape",), "cancel it, changing nothing"))
+HELP = (("On a page", PAGE_HELP), ("In the list of attempts", LIST_HELP), ("In the prompt of / c t", PROMPT_HELP))
 
 # %% ../../nbs/report/12j_browse.ipynb #991a4b15
 LEGEND = {  # the footer of each view: (its keys as shown, what they do)
-    "page": (("?", "help"), ("←→hl", "page"), ("np", "attempt"), ("↑↓jk PgUp PgDn gG", "scroll"), ("/", "search"),
-             ("cto", "filter"), ("f", "fold"), ("q", "quit")),
+    "page": (("?", "help"), ("←→hl", "page"), ("np", "attempt"), ("↑↓jk PgUp PgDn gG", "scroll"), ("a", "list"),
+             ("/", "find"), ("cto", "filter"), ("f", "fold"), ("q", "quit")),
+    "list": (("?", "help"), ("↑↓jk PgUp PgDn gG", "move"), ("Enter", "show"), ("Esc a q", "close")),
 }  # fmt: skip
 
 # %% ../../nbs/report/12j_browse.ipynb #cb632258
@@ -337,14 +419,16 @@ def footer(self: Browser, width: int | None = None) -> list:
 # %% ../../nbs/report/12j_browse.ipynb #68037c05
 @patch
 def body(self: Browser, height: int) -> list:
-    "What the screen shows between the status line and the footer, as prompt_toolkit fragments: the help or the page."
+    "What the screen shows between the status line and the footer, as prompt_toolkit fragments: help, list or page."
     if self.help_shown:
         return [("", "\n".join(help_lines(self.width)))]
+    if self.view == "list":
+        return self.list_text(height)
     return to_formatted_text(ANSI("\n".join(self.screen(height))))
 
 # %% ../../nbs/report/12j_browse.ipynb #6abdc40b
 def _bind(b: Browser, kb: KeyBindings, prompt: TextArea, body: Window, height) -> None:
-    "Every key of `PAGE_KEYS` to `Browser.press` (any key while the help is shown), and Esc in the prompt to `cancel`."
+    "Every key of a page and the list to `Browser.press` (any key while the help is shown), Esc in the prompt to `cancel`."
     asking = Condition(lambda: b.asking is not None)
 
     def pressed(event, key: str) -> None:
@@ -355,7 +439,7 @@ def _bind(b: Browser, kb: KeyBindings, prompt: TextArea, body: Window, height) -
             prompt.text = ""
             event.app.layout.focus(prompt)
 
-    for key in PAGE_KEYS:
+    for key in dict.fromkeys([*PAGE_KEYS, *LIST_KEYS]):
         kb.add(key, filter=~asking)(lambda event, key=key: pressed(event, key))
     kb.add(Keys.Any, filter=Condition(lambda: b.help_shown))(lambda event: b.press("", height()))
     kb.add("escape", filter=asking)(lambda event: (b.cancel(), event.app.layout.focus(body)))
