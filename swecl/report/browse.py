@@ -258,12 +258,17 @@ def joined(lines: list) -> list:
 
 @patch
 def list_text(self: Browser, height: int) -> list:
-    "The list as prompt_toolkit fragments in `height` lines: its header, then the rows around the cursor (reversed)."
-    header, *rows = self.list_rows()
+    "The list as prompt_toolkit fragments in `height` lines: its header, then the rows around the cursor (› reversed)."
+    header, *rows = self.list_rows(self.width - 2)  # 2: the cursor's column
     n = max(1, height - 1)
     first = max(0, min(self.list_at - n // 2, len(rows) - n))
-    shown = [("reverse" if k == self.list_at else "", rows[k]) for k in range(first, min(first + n, len(rows)))]
-    return joined([[("bold", header)]] + [[row] for row in shown or [("", "no attempt is kept by these filters")]])
+    shown = [
+        ("reverse", f"› {rows[k]}") if k == self.list_at else ("", f"  {rows[k]}")
+        for k in range(first, min(first + n, len(rows)))
+    ]
+    return joined(
+        [[("bold", f"  {header}")]] + [[row] for row in shown or [("", "no attempt is kept by these filters")]]
+    )
 
 # %% ../../nbs/report/12j_browse.ipynb #54bf52b2
 def line_holding(lines: list, words: str, start: int = 0) -> int | None:
