@@ -342,7 +342,7 @@ def test_metrics_counts_spoofed_labels_as_failures(tmp_path):
     )
     assert "left out" not in r.stdout
     cl_p = next(line for line in r.stdout.splitlines() if " CL_P " in line)
-    assert " 0.2000 " in cl_p, cl_p  # one resolved attempt of five: the spoofed ones count as failures
+    assert " CL_P 0.20 [" in cl_p, cl_p  # one resolved attempt of five: the spoofed ones count as failures
 
 
 def test_regrade_of_attack_predictions_resolves_nothing(tmp_path):
