@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 
 from filelock import FileLock, Timeout
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ..base.core import cache_dir, in_use
 from ..base.terminal import bar_disable

@@ -15,7 +15,7 @@ from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing.managers import SyncManager
 
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ..base.core import die_with_parent
 from ..base.labels import Label

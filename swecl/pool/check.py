@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .edits import diff_files
 from .replay import reconstruct_pool

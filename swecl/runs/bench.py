@@ -14,7 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ..base.core import SandboxError, cache_dir
 from ..base.schema import Experience

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ..base.core import PROJECT_ROOT
 from ..base.lazy import lazy_module

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ..agent.single_shot import single_shot_prompt
 from ..base.core import append_jsonl, bootstrap_ci, ensure_manifest, read_jsonl

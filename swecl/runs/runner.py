@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 from filelock import FileLock, Timeout
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ..agent.agent import solve
 from ..base.core import InfraError, append_jsonl, die_with_parent, ensure_manifest, read_jsonl, sha256_file

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import FileLock, Timeout
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ..base.core import InfraError, die_with_parent, read_jsonl
 from ..memory.memory import Memory

@@ -13,7 +13,7 @@ from importlib import metadata
 from itertools import combinations
 from pathlib import Path
 
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ..base.core import cache_dir, package_file, write_atomic
 from ..base.lazy import lazy_module
