@@ -9,12 +9,7 @@ import subprocess
 import sys
 import time
 
-
-def duration_text(seconds: float) -> str:
-    "12 s, 4.5 min, 2.3 h"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+from swecl.report.parts import duration_text  # the report's own: 12 s, 4.5 min, 2.3 h
 
 
 def main(argv: list) -> int:

@@ -19,7 +19,7 @@ from ..metrics.comparison import memory_vs_none, wide_tables
 from ..metrics.spread import noise_sentence, run_spread
 from ..report import report
 from ..report.parts import term_text
-from ..report.pipeline import pipeline_kind
+from ..report.pipeline import pipeline_note
 from ..tasks import datasets, similarity
 from ..tasks.curriculum import build_swe_bench_cl
 
@@ -249,8 +249,7 @@ def comparison_lines(df, att: list, paired) -> list:
     "What `metrics --attempts` prints: a wide table per model (`wide_tables`), then memory − none (`memory_vs_none`) when a memory cell has its none cell."
     lines = []
     for model, table in wide_tables(df, att).items():
-        check = f" (a pipeline check: {kind})" if model and (kind := pipeline_kind(model)) else ""
-        head = f"model {model or '(not recorded)'}{check}: each metric [95% CI] by condition"
+        head = f"model {model or '(not recorded)'}{pipeline_note(model)}: each metric [95% CI] by condition"
         lines += [head, frame_text(table, width=160), ""]
     if len(paired):
         lines += [

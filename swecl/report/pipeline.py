@@ -17,7 +17,7 @@ from .parts import Section, md_table
 from .results import cell_config
 
 # %% auto #0
-__all__ = ['PIPELINE_COLUMNS', 'pipeline_kind', 'pipeline_row', 'pipeline_rows', 'pipeline_section']
+__all__ = ['PIPELINE_COLUMNS', 'pipeline_kind', 'pipeline_note', 'pipeline_row', 'pipeline_rows', 'pipeline_section']
 
 # %% ../../nbs/report/12f_report_pipeline.ipynb #f772132e
 pd = lazy_module("pandas")
@@ -39,6 +39,11 @@ def pipeline_kind(model: str) -> str | None:
     return (
         None if spec.is_language_model else {"scripted": "scripted fixture", "replay": "replayed recording"}[spec.kind]
     )
+
+# %% ../../nbs/report/12f_report_pipeline.ipynb #4271e345
+def pipeline_note(model: str | None) -> str:
+    "What follows a model's name in a heading: ` (a pipeline check: <kind>, not a result)`, or nothing for a result."
+    return f" (a pipeline check: {kind}, not a result)" if model and (kind := pipeline_kind(model)) else ""
 
 # %% ../../nbs/report/12f_report_pipeline.ipynb #bb2015d2
 def _counted(c: Counter) -> str:

@@ -16,7 +16,7 @@ from ..metrics.comparison import memory_vs_none, wide_tables
 from ..metrics.metrics import cl_from_attempts, none_pairs
 from ..models.model_base import ModelError, model_spec
 from .parts import Section, duration_text, md_link, md_table, usd_text
-from .pipeline import pipeline_kind
+from .pipeline import pipeline_kind, pipeline_note
 from .results import cell_config
 from .trajectory import attempts_frame, cells_under, verdict
 
@@ -183,9 +183,8 @@ def comparison_section(results: Path, n_resamples: int = 1000) -> Section | None
     df = cl_from_attempts(att, zero_shot=none_pairs(att), n_resamples=n_resamples)
     parts = []
     for model, table in wide_tables(df[df.metric.isin(HEADLINE_METRICS)], att).items():
-        check = f" (a pipeline check: {kind}, not a result)" if model and (kind := pipeline_kind(model)) else ""
         parts.append(
-            f"**{model or 'model not recorded'}**{check}: each metric [95% CI] by condition\n\n{md_table(table)}"
+            f"**{model or 'model not recorded'}**{pipeline_note(model)}: each metric [95% CI] by condition\n\n{md_table(table)}"
         )
     paired = memory_vs_none(att, n_resamples)
     if len(paired):

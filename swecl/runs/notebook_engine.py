@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 
 from tqdm import tqdm
@@ -22,6 +23,7 @@ __all__ = ['RUN_CELL_NOTEBOOK', 'EXECUTED', 'ipc_kernel_manager', 'execute_noteb
 papermill = lazy_module("papermill")
 
 # %% ../../nbs/runs/11e_notebook_engine.ipynb #379cd113
+@cache
 def ipc_kernel_manager():
     "A kernel manager class whose kernels talk over IPC, not TCP (jupyter_client imported only when a notebook runs)."
     from jupyter_client.manager import AsyncKernelManager

@@ -13,7 +13,7 @@ from fastcore.basics import patch
 from tqdm import tqdm
 
 from ..base.labels import infra_label
-from ..base.terminal import bar_disable
+from ..base.terminal import is_terminal
 from ..metrics.attempts import record_id
 
 # %% auto #0
@@ -79,7 +79,7 @@ def failure_reason(r: dict) -> str | None:
 def draws_bars(stream, process: str | None = None) -> bool:
     "Whether bars are drawn on `stream`: a terminal, written by the main process (`process`: this one's name)."
     main = (process or mp.current_process().name) == "MainProcess"
-    return bool(getattr(stream, "isatty", lambda: False)()) and main
+    return is_terminal(stream) and main
 
 # %% ../../nbs/runs/09b_progress.ipynb #45d0d6ce
 def eta_text(seconds: float | None) -> str:
@@ -98,14 +98,7 @@ class CellProgress:
         self.last = self.t0
         bars = enabled and total > 0 and (draws_bars(self.stream) if bars is None else bars)  # None: as draws_bars
         self.bar = (
-            tqdm(
-                total=total,
-                desc=middle_cut(name, BAR_LABEL),
-                unit="attempt",
-                file=self.stream,
-                bar_format=BAR_FORMAT,
-                disable=bar_disable(),
-            )
+            tqdm(total=total, desc=middle_cut(name, BAR_LABEL), unit="attempt", file=self.stream, bar_format=BAR_FORMAT)
             if bars
             else None
         )
