@@ -35,7 +35,8 @@ __all__ = ['PROJECT_ROOT', 'PACKAGE_DATA', 'MAX_COMPONENT_BYTES', 'MAX_INPUT_BYT
            'sha256_text', 'write_atomic', 'hold_use', 'in_use', 'component_problem', 'InfraError', 'EnvError',
            'SandboxError', 'InputFileError', 'check_regular', 'bounded_read', 'read_regular', 'yaml_nodes', 'load_yaml',
            'append_jsonl', 'JsonlError', 'parse_jsonl', 'read_jsonl', 'config_diff', 'git_commit', 'ensure_manifest',
-           'diff_paths', 'iso_time', 'bootstrap_ci', 'wilson', 'lru_doomed', 'watch_parent', 'die_with_parent']
+           'diff_paths', 'iso_time', 'bootstrap_ci', 'wilson', 'ci_text', 'lru_doomed', 'watch_parent',
+           'die_with_parent']
 
 # %% ../../nbs/base/00_core.ipynb #f4828f4c
 stats = lazy_module("scipy.stats")  # bootstrap intervals only: loaded when first used
@@ -464,6 +465,13 @@ def wilson(k: int, n: int, z: float = 1.959964) -> tuple:
     p, z2 = k / n, z * z
     centre, half = (p + z2 / (2 * n)) / (1 + z2 / n), z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
     return (0.0 if k == 0 else centre - half), (1.0 if k == n else centre + half)  # exact at the ends
+
+# %% ../../nbs/base/00_core.ipynb #81d17f5f
+def ci_text(est, lo, hi, fmt="{:.3f}") -> str:
+    "`est [lo, hi]`, `est` alone when there is no interval, and *undefined* when there is no estimate."
+    if est is None or (isinstance(est, float) and np.isnan(est)):
+        return "undefined"
+    return fmt.format(est) + ("" if lo is None or np.isnan(lo) else f" [{fmt.format(lo)}, {fmt.format(hi)}]")
 
 # %% ../../nbs/base/00_core.ipynb #3fc095d8
 DAY = 86400  # seconds

@@ -15,12 +15,13 @@ from urllib.parse import quote
 
 import numpy as np
 
+from ..base.core import ci_text  # noqa: F401  (the report's interval text; defined once, beside `wilson`)
 from ..base.lazy import lazy_module
 
 # %% auto #0
 __all__ = ['CONTROL_SEQ', 'MD_SPECIAL', 'PALETTE', 'FONT', 'SEQUENTIAL', 'DIVERGING', 'MARKED_POSITIONS', 'MAX_TICKS',
            'RETRIEVAL_METRICS', 'Section', 'term_text', 'md_text', 'md_code', 'html_text', 'rel_link', 'md_link',
-           'links_out_of', 'check_contained', 'md_table', 'ci_text', 'usd_text', 'duration_text', 'theme_rc', 'themed',
+           'links_out_of', 'check_contained', 'md_table', 'usd_text', 'duration_text', 'theme_rc', 'themed',
            'report_subplots', 'outside_legend', 'theme_sizes', 'theme_issues', 'save_figure', 'cumulative_success',
            'learning_curves_plot', 'learning_curves_figure', 'draw_learning_curves', 'label_pieces', 'wrap_label',
            'position_ticks', 'heatmap_plot', 'heatmap_figure', 'draw_heatmap', 'retrieval_plot', 'retrieval_figure']
@@ -122,13 +123,6 @@ def md_table(df: pd.DataFrame, floatfmt=".4f", raw=()) -> str:
     keep = [c for c in raw if c in df]
     cells[keep] = df[keep]
     return cells.astype(object).to_markdown(index=False, floatfmt=floatfmt)  # object: ints stay ints
-
-# %% ../../nbs/report/12b_report_parts.ipynb #4c6c5833
-def ci_text(est, lo, hi, fmt="{:.3f}") -> str:
-    "`est [lo, hi]`, `est` alone when there is no interval, and *undefined* when there is no estimate."
-    if est is None or (isinstance(est, float) and np.isnan(est)):
-        return "undefined"
-    return fmt.format(est) + ("" if lo is None or np.isnan(lo) else f" [{fmt.format(lo)}, {fmt.format(hi)}]")
 
 # %% ../../nbs/report/12b_report_parts.ipynb #ca4bb5fa
 def usd_text(usd) -> str:
