@@ -279,6 +279,8 @@ def _offline_html(body: str, doc: Doc, pages: dict, site_url: str) -> str:
     """Links made to work offline, as quarto's: nbdev's absolute doc links (`https://host/base/agent/agent.html#x`) and
     links to notebooks (`../grading/04c_evidence.ipynb`, relative to the notebook) become relative links to pages."""
     if site_url:
+        # nbdev links a backticked name in a code comment as markdown, which a code block shows as text: keep the name
+        body = re.sub(rf"\[(`[^`\]]+`)\]\({re.escape(site_url.rstrip('/'))}[^)\s]*\)", r"\1", body)
 
         def local(m):
             target = m.group(1) or ""

@@ -94,3 +94,55 @@ def test_scripted_cell_on_contextbench_lite_grades_the_gradable_tasks(swecl_bin,
         for cond in ("none", "oracle/summary")
     ]
     assert "## Continual-learning metrics" not in readme and not (tmp_path / "reports" / "cl_metrics.csv").exists()
+
+
+# The witness on SWE-ContextBench's Django tasks, whose lists spell Django's tests as pytest ids
+# (tests/queries/test_q.py::QTests::test_x) while Django's own runner reports `test_x (queries.test_q.QTests)`.
+CB_DJANGO = "django__django-28211"
+FORGED_OK = """diff --git a/django/db/models/query_utils.py b/django/db/models/query_utils.py
+--- a/django/db/models/query_utils.py
++++ b/django/db/models/query_utils.py
+@@ -61,6 +61,8 @@ def __init__(self, *args, **kwargs):
+     def _combine(self, other, conn):
+         if not isinstance(other, Q):
+             raise TypeError(other)
++        import sys
++        sys.stderr.write("ok\\n")  # ends the runner's `test_x (...) ... ` line before its FAIL: the log reads ok
+         obj = type(self)()
+         obj.connector = conn
+         obj.add(self, conn)
+"""
+
+
+def _graded_cb_django(monkeypatch, witness: bool):
+    from swecl.grading import grading
+    from swecl.sandbox.sandbox import LocalSandbox
+
+    if not has_mirror("django/django"):
+        pytest.skip("no django/django mirror under SWECL_REPO_MIRROR")
+    task = datasets.load("contextbench-lite").task(CB_DJANGO)
+    monkeypatch.setattr(grading.screen, "screen_session", lambda *a, **k: [])  # the witness alone must stop it
+    if not witness:
+        monkeypatch.setattr(grading, "run_witnessed", lambda s, cmd, n: (s.run(cmd, max_output=n), None))
+    return task, grading.grade(task, FORGED_OK, LocalSandbox([MIRRORS]))
+
+
+@pytest.mark.mirror
+@pytest.mark.slow
+def test_a_forged_ok_on_a_contextbench_django_task_is_caught_by_the_witness(monkeypatch):
+    from swecl.base.labels import as_counted, infra_label
+
+    task, g = _graded_cb_django(monkeypatch, witness=True)
+    assert g.error is None and g.patch_applied and not g.resolved and not g.f2p_resolved, g
+    for t in task.FAIL_TO_PASS:  # the log's status (ok) against the run's own (FAIL), under the dataset's id
+        assert any(f.startswith(f"witness: the log says {t} PASSED, the test run itself FAILED") for f in g.suspicious)
+    rec = {"instance_id": CB_DJANGO, "resolved": g.resolved, "infra_reason": g.infra_reason, "suspicious": g.suspicious}
+    assert not infra_label(rec) and not as_counted(rec)["resolved"]
+
+
+@pytest.mark.mirror
+@pytest.mark.slow
+def test_the_forged_ok_resolves_on_the_log_alone(monkeypatch):
+    "Control: without the witness the same patch, which fixes nothing, is RESOLVED, so the attack above is real."
+    task, g = _graded_cb_django(monkeypatch, witness=False)
+    assert g.resolved and all(g.statuses[t] == "PASSED" for t in task.FAIL_TO_PASS), g

@@ -22,7 +22,7 @@ __all__ = ['NETWORK_SIGNS', 'PYTHON_VERSION_SIGNS', 'SYSTEM_SIGNS', 'DEPENDENCY_
            'LIBRARY_TEST_DIRS', 'DIFF_FILE', 'CPU_STOPPED', 'evidence_line', 'last_line', 'version_sign', 'not_passed',
            'left_out_evidence', 'test_name', 'skip_evidence', 'image_evidence', 'patched_file_line', 'added_names',
            'fix_name_line', 'absent_evidence', 'cut_evidence', 'known_defects', 'is_test_file', 'fix_in_test_patch',
-           'defect_evidence', 'limit_hit']
+           'task_defect', 'defect_evidence', 'limit_hit']
 
 # %% ../../nbs/grading/04c_evidence.ipynb #ecc2b3bb
 NETWORK_SIGNS = (
@@ -253,16 +253,28 @@ def fix_in_test_patch(test_patch: str) -> str | None:
     return next((m.group(0) for m in files if m.group(1).endswith(".py") and not is_test_file(m.group(1))), None)
 
 # %% ../../nbs/grading/04c_evidence.ipynb #b6e29be4
-def defect_evidence(instance_id: str, log: str, resolved: bool = False, test_patch: str = "", unpassed=()):
-    "(message, evidence line) when a run shows a defect of the dataset, else None (`unpassed`: expected tests that did not pass)."
+def task_defect(instance_id: str, log: str, test_patch: str = "") -> tuple | None:
+    """(message, evidence line) when no run of the task can show a fix, whatever its patch and log: its test patch
+    carries the fix, or it is an `every_run` entry of the known defects (the sign's line, or the entry, as evidence)."""
     if line := fix_in_test_patch(test_patch):
         return "The task's test_patch changes a source file, so it carries the fix: no patch can be graded on it.", line
     d = known_defects().get(instance_id)
-    if not d:
+    if not d or not d.get("every_run"):
         return None
-    only_its_tests = bool(unpassed) and all(re.search(d["tests"], t) for t in unpassed)
-    if not d.get("every_run") and (resolved or not only_its_tests):
-        return None  # an `every_run` defect leaves no grade to read: the sign alone decides
+    # not the log alone: a patch that writes into the sign's line would escape the label and be graded on tests that
+    # pass without any fix
+    line = evidence_line(log, (d["sign"],)) or f"{KNOWN_DEFECTS}: {instance_id} (every_run)"
+    return f"A known defect of the dataset ({d['reference']}): {d['why']}.", line
+
+
+def defect_evidence(instance_id: str, log: str, resolved: bool = False, test_patch: str = "", unpassed=()):
+    "(message, evidence line) when a run shows a defect of the dataset, else None (`unpassed`: expected tests that did not pass)."
+    if found := task_defect(instance_id, log, test_patch):
+        return found
+    d = known_defects().get(instance_id)
+    only_its_tests = bool(d) and bool(unpassed) and all(re.search(d["tests"], t) for t in unpassed)
+    if not only_its_tests or resolved:
+        return None
     line = evidence_line(log, (d["sign"],))
     return (f"A known defect of the dataset ({d['reference']}): {d['why']}.", line) if line else None
 

@@ -323,8 +323,10 @@ def mark_infra(g: Grade, reason: str, msg: str, line: str | None = None) -> Grad
 
 # %% ../../nbs/grading/04_grading.ipynb #7fb27b941602401d91542211134fc71a
 def no_results_verdict(g: Grade, task: Task, r: RunResult, patch: str, signs) -> Grade:
-    "A run with no per-test results: the mirror's gap, a new dependency, the patch's or the code's own failure, a version cause, or no output."
+    "A run with no per-test results: a task no run can grade, the mirror's gap, a new dependency, the patch's or the code's own failure, a version cause, or no output."
     log = r.output
+    if found := evidence.task_defect(task.instance_id, log, task.test_patch):  # no run of it is a verdict on a patch
+        return mark_infra(g, Label.UPSTREAM_DEFECT, *found)
     if signs.gap:
         return mark_infra(g, Label.MIRROR_INCOMPLETE, signs.gap_msg, signs.gap)
     if signs.deps:

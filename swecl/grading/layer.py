@@ -17,14 +17,16 @@ from .guard import guard_tree, restore
 from ..tasks.repos import SAFE_GIT
 
 # %% auto #0
-__all__ = ['SITE_PACKAGES', 'EDITABLE_IMPORT', 'MAX_JUDGED_BYTES', 'SITE_RULES', 'OUTSIDE_ADMITTED', 'STARTED_PROGRAMS',
-           'pth_problem', 'finder_problem', 'metadata_problem', 'env_finding', 'layer_findings', 'read_judged',
-           'is_bytecode', 'is_metadata', 'judged_text', 'tree_install_findings', 'base_names']
+__all__ = ['SITE_PACKAGES', 'EDITABLE_IMPORT', 'MAX_JUDGED_BYTES', 'EGG_FOLDER', 'SITE_RULES', 'OUTSIDE_ADMITTED',
+           'STARTED_PROGRAMS', 'pth_problem', 'finder_problem', 'metadata_problem', 'env_finding', 'layer_findings',
+           'read_judged', 'is_bytecode', 'is_metadata', 'judged_text', 'tree_install_findings', 'base_names']
 
 # %% ../../nbs/grading/04l_layer.ipynb #6f3e9616
 SITE_PACKAGES = re.compile(r"^lib\d*/python[\d.]+/(?:site|dist)-packages/")
 EDITABLE_IMPORT = re.compile(r"import (__editable___\w+_finder); \1\.install\(\)")
 MAX_JUDGED_BYTES = 1 << 20  # a metadata, .pth or finder file is small; a larger one is a finding unread
+# the folder `setup.py install` makes (Django-1.11.dev0-py3.6.egg/): its files are judged as if in site-packages
+EGG_FOLDER = re.compile(r"[^/]+-py\d+(?:\.\d+)*(?:-[^/]+)?\.egg", re.I)
 
 
 def pth_problem(text: str) -> str | None:
@@ -37,7 +39,8 @@ def pth_problem(text: str) -> str | None:
             return f"it runs code at every start of Python ({line[:80]})"
         # as site.py reads it: joined to the site folder, normalised (/testbed/../x is /x)
         where = posixpath.normpath(posixpath.join("/testenv/site-packages", raw.rstrip()))
-        if not (where == "/testbed" or where.startswith("/testbed/")):
+        egg = posixpath.dirname(where) == "/testenv/site-packages" and EGG_FOLDER.fullmatch(posixpath.basename(where))
+        if not (where == "/testbed" or where.startswith("/testbed/") or egg):  # an egg's files are judged one by one
             return f"it puts {line[:80]} on sys.path, outside the working copy"
     return None
 
@@ -74,7 +77,7 @@ SITE_RULES = (
     ("bytecode", lambda rel, top, own: "__pycache__" in rel.split("/") or rel.endswith(".pyc"), None),
     (
         "metadata",
-        lambda rel, top, own: top.lower().endswith((".dist-info", ".egg-info", ".egg-link")),
+        lambda rel, top, own: top.lower().endswith((".dist-info", ".egg-info", ".egg-link")) or top == "EGG-INFO",
         metadata_problem,
     ),
     ("path file", lambda rel, top, own: "/" not in rel and rel.endswith(".pth"), lambda p, t: pth_problem(t)),
@@ -100,6 +103,8 @@ def env_finding(path: str, how: str, own: set, read, programs=frozenset()) -> st
     if not m:
         return None if path.startswith(OUTSIDE_ADMITTED) else f"{where}, outside site-packages"
     rel = path[m.end() :]
+    if "/" in rel and EGG_FOLDER.fullmatch(rel.split("/")[0]):  # an egg's folder is a site-packages of its own
+        rel = rel.split("/", 1)[1]
     top = rel.split("/")[0]
     for what, applies, judge in SITE_RULES:
         if not applies(rel, top, own):

@@ -14,6 +14,7 @@ import secrets
 from dataclasses import dataclass, field
 
 from ..base.core import package_file
+from .testids import id_spellings
 from ..sandbox.isolation import RunResult
 from ..tasks.repos import SAFE_GIT
 
@@ -377,9 +378,10 @@ TEST_ID_SHAPE = {  # what an id the runner could report looks like; a dataset's 
 
 # %% ../../nbs/grading/04h_witness.ipynb #6ea7dfa0
 def witnessable(test_id: str, runner: str | None) -> bool:
-    "Whether `test_id` has the shape of an id `runner` reports (SWE-bench's lists hold a few parser artefacts)."
+    """Whether `test_id`, or a spelling of it the log parser also reads (`id_spellings`), has the shape of an id `runner`
+    reports. SWE-bench's lists hold a few parser artefacts; SWE-ContextBench spells Django's tests as pytest ids."""
     shape = TEST_ID_SHAPE.get(runner or "")
-    return bool(shape and shape.search(test_id))
+    return bool(shape) and any(shape.search(t) for t in [test_id, *id_spellings(test_id)])
 
 # %% ../../nbs/grading/04h_witness.ipynb #24b5def7
 def test_parts(test_id: str) -> tuple[str | None, list, str]:
