@@ -15,5 +15,6 @@ MODULES = (
     "docker_sandbox",
     "sandboxes",
     "images",
+    "egress",
 )  # the folder's modules, in its order
 __getattr__, __dir__ = lazy_names(__name__, MODULES)  # a name is found when first asked for

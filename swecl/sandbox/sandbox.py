@@ -147,16 +147,17 @@ class LocalSession:
 @patch
 def run(
     self: LocalSession, cmd, timeout=None, max_output=1 << 20, input=None, writable_env=False, network=False,
-    build_cache: bool | None = None, read_only_git=False,
+    build_cache: bool | None = None, read_only_git=False, extra_mounts=(),
 ) -> RunResult:  # fmt: skip
     """Run `cmd` (bash) in the sandbox; output is stdout+stderr, cut to `max_output` characters. `build_cache`: the
     shared compiler cache mounted writable (True) or read-only (False), or not at all (None; `shared_ccache`).
-    `read_only_git`: the working copy's .git read-only (the harness's own git reads it after a patch's install)."""
+    `read_only_git`: the working copy's .git read-only (the harness's own git reads it after a patch's install).
+    `extra_mounts`: (host folder, where inside, writable) the caller adds (an agent's tools, its model's socket)."""
     if self.closed:
         raise SandboxError("This session is closed; open a new one for the task.")
     e, t, safe = self.env, timeout or self.limits.timeout, not self.unsafe
     mounts, added = ([], {}) if build_cache is None else shared_ccache(e, build_cache)
-    mounts = mounts + ([(self.testbed / ".git", "/testbed/.git", False)] if read_only_git else [])
+    mounts = mounts + ([(self.testbed / ".git", "/testbed/.git", False)] if read_only_git else []) + list(extra_mounts)
     with filter_fd() as fd:  # the seccomp filter: no nested user namespace
         argv, host_env = command_argv(
             cmd,
