@@ -40,7 +40,8 @@ install: $(STAMP) sysdeps
 
 # Three phases, each announced with the time and timed, then the total (scripts/phases.py): the offline plan; a
 # pipeline check with something to look at (the scripted model, no key, no cost, in both memory conditions); the
-# report, rendered by the papermill driver (reports/aggregate.ipynb is its executed record).
+# reports, rendered by the papermill driver (reports/aggregate.ipynb is its executed record): the papers' reproductions
+# into reports/reproductions/, then the results folder's report into reports/, each README linking the other.
 run: install
 	@$(BIN)/python scripts/phases.py \
 		"offline plan=$(BIN)/swecl run --plan offline --out results" \

@@ -130,6 +130,11 @@ NUMBERS = [  # (argv, what the sentence must say)
     (["stats", "--nope"], "unrecognized arguments: --nope"),
     (["solve"], "the following arguments are required: --instance"),
     (["bench", "disk"], "invalid choice: 'disk'"),
+    (
+        ["report", "--reproductions", "--results", "results"],
+        "or --reproductions for the papers' reproductions, not both",
+    ),
+    (["report", "--quick"], "--quick belongs to the reproductions report"),
 ]
 
 
@@ -141,23 +146,23 @@ def test_bad_numbers_and_arguments_are_one_sentence(argv, says):
 
 
 FILES = [  # (argv with {names} from the pool, what the sentence must say)
-    (["report", "--results", "/nonexistent", "--out", "{dir}/rep", "--dataset", "mini"], "is not a folder"),
-    (["report", "--results", "{empty.csv}", "--out", "{dir}/rep", "--dataset", "mini"], "is not a folder"),
-    (["report", "--results", "{r_torn}", "--out", "{dir}/rep", "--dataset", "mini", "--quick"], "line 2: not a JSON"),
+    (["report", "--results", "/nonexistent", "--out", "{dir}/rep"], "is not a folder"),
+    (["report", "--results", "{empty.csv}", "--out", "{dir}/rep"], "is not a folder"),
+    (["report", "--results", "{r_torn}", "--out", "{dir}/rep"], "line 2: not a JSON"),
     (
-        ["report", "--results", "{r_string}", "--out", "{dir}/rep", "--dataset", "mini", "--quick"],
+        ["report", "--results", "{r_string}", "--out", "{dir}/rep"],
         "'resolved' is \"true\"",
     ),
     (
-        ["report", "--results", "{r_conflict}", "--out", "{dir}/rep", "--dataset", "mini", "--quick"],
+        ["report", "--results", "{r_conflict}", "--out", "{dir}/rep"],
         "is also on line 1",
     ),
     (
-        ["report", "--results", "{r_nomanifest}", "--out", "{dir}/rep", "--dataset", "mini", "--quick"],
+        ["report", "--results", "{r_nomanifest}", "--out", "{dir}/rep"],
         "no manifest.json",
     ),
     (
-        ["report", "--results", "{r_badmanifest}", "--out", "{dir}/rep", "--dataset", "mini", "--quick"],
+        ["report", "--results", "{r_badmanifest}", "--out", "{dir}/rep"],
         "not a readable",
     ),
     (["metrics", "--attempts", "{missing}"], "No attempts.jsonl under"),
@@ -243,9 +248,7 @@ def test_metrics_leave_out_infrastructure_failures(tmp_path):
 def test_report_of_a_down_model_shows_the_count_not_acc_zero(tmp_path):
     down = [attempt(j=j, i=j, resolved=False, exit_reason="model_error") for j in (1, 2)]
     cell(tmp_path / "results", "down", lines(*down), model="openai:http://localhost:9/v1:m")
-    rc, out, err = cli(
-        "report", "--results", tmp_path / "results", "--out", tmp_path / "rep", "--dataset", "mini", "--quick"
-    )
+    rc, out, err = cli("report", "--results", tmp_path / "results", "--out", tmp_path / "rep")
     assert rc == 0, err
     index = (tmp_path / "rep" / "README.md").read_text()
     assert (
@@ -318,9 +321,7 @@ def templates(F) -> st.SearchStrategy:
         flag("--seed", NUMBER_TEXT),
         flag("--json", path),
     )
-    report = st.tuples(
-        st.just(["report", "--dataset", "mini", "--quick"]), out, flag("--results", results), flag("--json", path)
-    )
+    report = st.tuples(st.just(["report"]), out, flag("--results", results), flag("--json", path))
     similarity = st.tuples(
         st.just(["similarity", "--dataset", "mini"]),
         flag("--pairs", path),

@@ -73,7 +73,7 @@ def hostile(results, tmp_path_factory):
 def report(hostile, tmp_path_factory):
     "The report of the hostile results: (exit status, stderr, report folder)."
     out = tmp_path_factory.mktemp("report") / "reports"
-    rc, _, err = swecl("report", "--results", hostile, "--out", out, "--dataset", "mini", "--quick")
+    rc, _, err = swecl("report", "--results", hostile, "--out", out)
     return rc, err, out
 
 
@@ -135,7 +135,7 @@ def test_report_refuses_a_symlink_out_of_the_results(results, tmp_path):
     res = tmp_path / "results"
     shutil.copytree(results, res)
     (res / "mini" / "no_model.txt").symlink_to(secret)
-    rc, out, err = swecl("report", "--results", res, "--out", tmp_path / "rep", "--dataset", "mini", "--quick")
+    rc, out, err = swecl("report", "--results", res, "--out", tmp_path / "rep")
     assert rc == 2 and out == "" and one_sentence(err), err
     assert "no_model.txt is a symlink to" in err and "outside the results folder" in err
     assert not (tmp_path / "rep").exists()
@@ -157,13 +157,13 @@ def test_report_refuses_a_symlinked_out(results, tmp_path):
     target = tmp_path / "elsewhere"
     target.mkdir()
     (tmp_path / "out").symlink_to(target)
-    rc, out, err = swecl("report", "--results", results, "--out", tmp_path / "out", "--dataset", "mini", "--quick")
+    rc, out, err = swecl("report", "--results", results, "--out", tmp_path / "out")
     assert rc == 2 and out == "" and one_sentence(err), err
     assert "is a symlink" in err and list(target.iterdir()) == []  # nothing written through it
 
 
 def test_report_out_dev_null(results):
-    rc, out, err = swecl("report", "--results", results, "--out", "/dev/null", "--dataset", "mini", "--quick")
+    rc, out, err = swecl("report", "--results", results, "--out", "/dev/null")
     assert rc == 2 and out == "" and one_sentence(err), err
     assert "--out /dev/null is not a folder" in err
 

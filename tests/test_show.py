@@ -81,7 +81,7 @@ def test_show_an_attempt(swecl_bin, results):
 def test_report_links_every_attempt_page(swecl_bin, results, tmp_path):
     out, _ = results
     rep = tmp_path / "reports"
-    r = run(swecl_bin, "report", "--results", str(out), "--out", str(rep), "--dataset", "mini", "--quick")
+    r = run(swecl_bin, "report", "--results", str(out), "--out", str(rep))
     assert r.returncode == 0, r.stderr[-2000:]
     readme = (rep / "README.md").read_text()
     assert "## Trajectories" in readme and "(./trajectories/index.html)" in readme

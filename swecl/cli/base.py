@@ -50,7 +50,7 @@ COMMAND_TABLE = {  # name: (the swecl.cli module that defines cmd_<name>, its on
     "stats": ("data", "Print and write per-sequence statistics (Table 1)."),
     "similarity": ("data", "Patch similarity (Jaccard, TF-IDF cosine) per pair and on average."),
     "metrics": ("data", "Continual-learning metrics with bootstrap CIs from attempts.jsonl files."),
-    "report": ("data", "Render reports/ from a results folder: Markdown and one HTML page (index.html), tables, PNG and SVG figures, trajectory pages."),
+    "report": ("data", "Render a results folder's report into reports/ (Markdown, one HTML page, tables, PNG and SVG figures, trajectory pages), or with --reproductions the papers' reproductions into reports/reproductions/."),
     "validate": ("tasks", "Harness check: gold patches must resolve, empty patches must not."),
     "sandbox": ("tasks", "Run one command in a fresh sandbox of a task; exits with the command's exit code."),
     "envs": ("tasks", "The env cache by status with sizes; --prune removes what no run reads again."),

@@ -17,17 +17,18 @@ from ..metrics import metrics
 from ..metrics.attempts import left_out
 from ..metrics.comparison import memory_vs_none, wide_tables
 from ..metrics.spread import noise_sentence, run_spread
-from ..report import report
+from ..report import report, reproductions
 from ..report.parts import term_text
 from ..report.pipeline import pipeline_note
 from ..tasks import datasets, similarity
 from ..tasks.curriculum import build_swe_bench_cl
 
 # %% auto #0
-__all__ = ['BUILD_DATASET_ARGS', 'SIMILARITY_ARGS', 'METRICS_ARGS', 'DATASET_NOTES', 'LIST_ARGS', 'cmd_build_dataset',
-           'table_text', 'cmd_stats', 'similarity_pairs', 'cmd_similarity', 'left_out_lines', 'run_verdicts',
-           'other_run_lines', 'spread_lines', 'comparison_lines', 'cmd_metrics', 'report_files', 'cmd_report',
-           'dataset_availability', 'gradable_text', 'dataset_rows', 'columns', 'cmd_list']
+__all__ = ['BUILD_DATASET_ARGS', 'SIMILARITY_ARGS', 'METRICS_ARGS', 'REPORT_ARGS', 'DATASET_NOTES', 'LIST_ARGS',
+           'cmd_build_dataset', 'table_text', 'cmd_stats', 'similarity_pairs', 'cmd_similarity', 'left_out_lines',
+           'run_verdicts', 'other_run_lines', 'spread_lines', 'comparison_lines', 'cmd_metrics', 'report_files',
+           'report_usage', 'render_report', 'cmd_report', 'dataset_availability', 'gradable_text', 'dataset_rows',
+           'columns', 'cmd_list']
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #c383c73e
 matplotlib = lazy_module("matplotlib")
@@ -300,28 +301,58 @@ def cmd_metrics(a):
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #da767c15
 def report_files(out) -> list:
-    "Every file under `out`, relative to it, sorted."
-    return sorted(str(p.relative_to(Path(out))) for p in Path(out).rglob("*") if p.is_file())
+    "Every file of the report in `out`, relative to it, sorted; a report inside it (the reproductions) is left to itself."
+    inner = [p for p in Path(out).rglob("*") if p.is_dir() and report.is_report(p)]
+    files = [p for p in Path(out).rglob("*") if p.is_file() and not any(p.is_relative_to(d) for d in inner)]
+    return sorted(str(p.relative_to(Path(out))) for p in files)
 
 # %% ../../nbs/cli/13b_cli_data.ipynb #3fd09362
-@command(
-    "report",
-    arg("--results", default="results", help="the results folder to read (written by swecl run)"),
-    arg("--out", default="reports", help="the folder to write the report into"),
-    arg("--dataset", default="swe-bench-cl", help="the dataset whose statistics and patch similarity are shown"),
-    arg("--quick", action="store_true", help="skip the all-pairs similarity"),
+REPORT_ARGS = (
+    arg("--results", help="the results folder to report on, written by swecl run (default results)"),
+    arg(
+        "--reproductions", action="store_true", help="write the papers' reproductions instead (no results folder read)"
+    ),
+    arg("--out", help="the folder to write the report into (default reports, or reports/reproductions)"),
+    arg("--dataset", help="with --reproductions: the dataset of Table 1 and patch similarity (default swe-bench-cl)"),
+    arg("--quick", action="store_true", help="with --reproductions: skip the all-pairs similarity"),
 )
-def cmd_report(a):
-    "The report; `--json`: the index's path and every file of the report folder."
-    if not Path(a.results).is_dir():
+
+# %% ../../nbs/cli/13b_cli_data.ipynb #6cc924d1
+def report_usage(a) -> None:
+    "One sentence when the flags mix the two reports."
+    if a.reproductions and a.results is not None:
         raise UsageError(
-            f"The results folder {a.results} is not a folder; run swecl run first or pass --results FOLDER."
+            "Give --results R for the report of a results folder or --reproductions for the papers' reproductions, not both."
+        )
+    if not a.reproductions and (a.dataset is not None or a.quick):
+        flag = "--dataset" if a.dataset is not None else "--quick"
+        raise UsageError(
+            f"{flag} belongs to the reproductions report: add --reproductions, or leave it out for a results folder's report."
         )
     if Path(a.out).is_symlink() or (Path(a.out).exists() and not Path(a.out).is_dir()):
         what = "a symlink, which the report would be written through" if Path(a.out).is_symlink() else "not a folder"
         raise UsageError(f"--out {a.out} is {what}; give a folder (new or existing) for the report.")
+
+# %% ../../nbs/cli/13b_cli_data.ipynb #62faa36c
+def render_report(a) -> Path:
+    "The report the flags ask for, rendered; the path of its index."
+    if a.reproductions:
+        return reproductions.render_reproductions(a.out, a.dataset or "swe-bench-cl", all_pairs=not a.quick)
+    if not Path(a.results).is_dir():
+        raise UsageError(
+            f"The results folder {a.results} is not a folder; run swecl run first or pass --results FOLDER."
+        )
+    return report.render(results=a.results, out=a.out)
+
+# %% ../../nbs/cli/13b_cli_data.ipynb #83eb942c
+@command("report", *REPORT_ARGS)
+def cmd_report(a):
+    "The report, or the reproductions with `--reproductions`; `--json`: the index's path and every file of the report."
+    a.out = a.out or ("reports/" + report.REPRODUCTIONS if a.reproductions else "reports")
+    a.results = a.results if a.reproductions else (a.results or "results")
+    report_usage(a)
     matplotlib.use("Agg")
-    path = report.render(results=a.results, out=a.out, dataset=a.dataset, all_pairs=not a.quick)
+    path = render_report(a)
     print(f"report written: {path}")
     write_json(a.json, {"index": str(path), "files": report_files(a.out)})
 

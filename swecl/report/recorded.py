@@ -15,7 +15,7 @@ from ..metrics.recorded import paired_conditions
 from .parts import Section, md_table, md_text
 
 # %% auto #0
-__all__ = ['RECORDED_REGRADES', 'regrade_part', 'paired_parts', 'regrade_section']
+__all__ = ['RECORDED_REGRADES', 'regrade_part', 'paired_parts', 'regrade_section', 'results_regrades', 'kept_regrades']
 
 # %% ../../nbs/report/12h_report_recorded.ipynb #5decff2c
 pd = lazy_module("pandas")
@@ -62,9 +62,18 @@ def paired_parts(files: list) -> list:
     return parts
 
 # %% ../../nbs/report/12h_report_recorded.ipynb #32c22ce1
-def regrade_section(results: Path, recorded: Path = RECORDED_REGRADES) -> Section | None:
-    "A subsection per `regrade-*.json` in `results` and per one kept with swecl, then the paired comparisons."
-    files = sorted(Path(results).glob("regrade-*.json")) + sorted(Path(recorded).glob("*.json"))
-    data = [json.loads(f.read_text()) for f in files]
+def regrade_section(files: list, title: str) -> Section | None:
+    "A subsection per re-grading file (as `swecl regrade --json` writes it), then the paired comparisons; None without files."
+    data = [json.loads(Path(f).read_text()) for f in files]
     parts = [regrade_part(d) for d in data] + paired_parts(data)
-    return Section("Recorded runs graded by swecl", "\n\n".join(parts)) if parts else None
+    return Section(title, "\n\n".join(parts)) if parts else None
+
+# %% ../../nbs/report/12h_report_recorded.ipynb #c41fe470
+def results_regrades(results: Path) -> Section | None:
+    "The re-gradings in a results folder (`regrade-*.json`), for its report; None when it has none."
+    return regrade_section(sorted(Path(results).glob("regrade-*.json")), "Recorded runs graded by swecl")
+
+# %% ../../nbs/report/12h_report_recorded.ipynb #0db1227b
+def kept_regrades(recorded: Path = RECORDED_REGRADES) -> Section | None:
+    "The re-gradings kept with swecl (`RECORDED_REGRADES`), for the reproductions report; None when there are none."
+    return regrade_section(sorted(Path(recorded).glob("*.json")), "Recorded runs kept with swecl")

@@ -30,7 +30,7 @@ from swecl.report.parts import (
     retrieval_figure,
     usd_text,
 )
-from .recorded import regrade_section
+from .recorded import results_regrades
 
 # %% auto #0
 __all__ = ['RETRIEVAL_COLUMNS', 'RETRIEVAL_KEYS', 'CELL_KEYS', 'RETEST_LABELS', 'MAX_HEATMAPS', 'TABLE3_COLUMNS',
@@ -406,9 +406,9 @@ def agent_sections(out: Path, results: Path, n_resamples: int = 1000) -> list:
 
 # %% ../../nbs/report/12a_report_results.ipynb #17cbd59c
 def results_sections(out: Path, results: Path, n_resamples: int = 1000) -> list:
-    "Every results section of the report, in order, without the empty ones; recorded runs first when no model ran."
+    "Every section computed from the results folder, in order, without the empty ones; its re-gradings first when no model ran."
     out, results = Path(out), Path(results)
-    agents, recorded = agent_sections(out, results, n_resamples), regrade_section(results)
+    agents, recorded = agent_sections(out, results, n_resamples), results_regrades(results)
     no_model = [s.title for s in agents] == ["Agent results"]  # the one line that says why there are none
     secs = [recorded] * no_model + [validation_section(out, results)] + [recorded] * (not no_model)
     secs += [retrieval_section(out, results)] + agents + [drift_section(out, results)]
