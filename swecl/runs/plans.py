@@ -15,6 +15,7 @@ import yaml
 from fastcore.basics import patch
 
 from ..agent.agent import AgentConfig
+from ..agents.registry import DEFAULT_AGENT, agent_row, memory_refusal
 from swecl.base.core import (
     InputFileError,
     check_regular,
@@ -76,7 +77,7 @@ def adopt_legacy_folder(cell_dir: Path) -> None:
 
 # %% ../../nbs/runs/11a_plans.ipynb #3dc9a08d
 # options older manifests lack: a cell's config names them only when they differ from their defaults
-LATER_OPTIONS = ("successful_only", "same_sequence_first", "min_score", "retest_memory", "agent")
+LATER_OPTIONS = ("successful_only", "same_sequence_first", "min_score", "retest_memory", "agent", "agent_name")
 
 # %% ../../nbs/runs/11a_plans.ipynb #0181ce62
 @dataclass
@@ -106,6 +107,7 @@ class Cell:
     min_score: float | None = MemorySetting.min_score
     retest_memory: str = MemorySetting.retest_memory  # what a re-test sees of later experiences (`memory.leakage`)
     agent: dict = field(default_factory=dict)  # AgentConfig fields other than the budget
+    agent_name: str = DEFAULT_AGENT  # the row of `agents.registry.AGENTS` that runs the tasks
     plan_sha256: str | None = field(default=None, compare=False)  # provenance, not configuration
 
     def __post_init__(self):
@@ -130,7 +132,12 @@ CELL_PLAN_KEYS = (  # the plan's top-level keys that are Cell fields of the same
 def id(self: Cell) -> str:
     slug = lambda s: re.sub(r"[^A-Za-z0-9._]+", "-", str(s)).strip("-")[:60]
     policy = "" if self.retest_memory == RETEST_MEMORY[0] else f"__retest-{self.retest_memory}"
-    return f"{slug(self.sequence_id)}__{slug(self.spec.label)}__{self.setting.label}__s{self.seed}{policy}"
+    who = (
+        slug(self.spec.label)
+        if self.agent_name == DEFAULT_AGENT
+        else f"{slug(self.agent_name)}.{slug(self.spec.label)}"
+    )
+    return f"{slug(self.sequence_id)}__{who}__{self.setting.label}__s{self.seed}{policy}"
 
 # %% ../../nbs/runs/11a_plans.ipynb #6a1c0b01
 @patch
@@ -181,6 +188,9 @@ def check_conditions(plan: dict) -> None:
             MemorySetting(c.get("memory", "none"), c.get("content", "summary"))
         except ValueError as e:
             raise RunError(f"The plan's condition {c} is not known: {e}") from None
+        for a in plan.get("agents") or [DEFAULT_AGENT]:  # checked by check_names first
+            if why := memory_refusal(a, c.get("memory", "none")):
+                raise RunError(why)
 
 # %% ../../nbs/runs/11a_plans.ipynb #7bd7b2eb
 def check_group(plan: dict, group: str, keys: set, optional: bool = False) -> None:
@@ -222,6 +232,11 @@ def check_names(plan: dict) -> None:
     )
     for m in check_list(plan, "models", is_str, "model strings") or []:
         _ = m == "configured" or model_spec(m)  # a bad model string: ModelError, before any folder is made
+    for a in check_list(plan, "agents", is_str, "agent names") or []:
+        try:
+            agent_row(a)
+        except ValueError as e:
+            raise RunError(f"The plan's agents: {e}") from None
     check_list(plan, "seeds", is_int, "integers ≥ 0")
     check_list(plan, "retrieval_study", is_str, "embedder names")
     if plan.get("sequences", "all") not in (None, "all"):
@@ -338,9 +353,10 @@ def plan_cells(plan: dict, bench, plan_sha256: str | None = None) -> list:
     opts = {k: plan.get(k, d[k]) for k in CELL_PLAN_KEYS} | {k: b.get(k, d[k]) for k in BUDGET_KEYS}
     opts |= dict(agent=dict(plan.get("agent") or {}), plan_sha256=plan_sha256)
     return [
-        Cell(plan["experiment"], plan["dataset"], sid, m, c.get("memory", d["memory"]), c.get("content", d["content"]), seed, **opts)
+        Cell(plan["experiment"], plan["dataset"], sid, m, c.get("memory", d["memory"]), c.get("content", d["content"]), seed, **opts, agent_name=a)
         for sid in plan_sequences(plan, bench)
         for m in plan_models(plan)
+        for a in plan.get("agents") or [DEFAULT_AGENT]
         for c in plan.get("conditions") or [{"memory": d["memory"]}]
         for seed in plan.get("seeds") or [d["seed"]]
     ]  # fmt: skip
@@ -401,6 +417,7 @@ def apply_flags(plan: dict, flags: dict) -> dict:
     read = dict(
         sequences=lambda v: "all" if v == "all" else split_list(v, "sequences"),
         model=lambda v: split_list(v, "model"),
+        agent=lambda v: split_list(v, "agent"),
         conditions=lambda v: [parse_condition(c) for c in split_list(v, "conditions")],
         seeds=parse_seeds,
         transfer=parse_transfer,

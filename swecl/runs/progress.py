@@ -30,6 +30,7 @@ STOP_WORDS = {
     "context_full": "stopped: the conversation outgrew the model's context window",
     "refused": "stopped: the provider refused the conversation's content (a content filter)",
     "reply_too_large": "stopped: the model's reply ran past the size swecl reads (a runaway reply)",
+    "agent_error": "stopped: the external agent ended on an error of its own (see the trajectory's agent_log)",
 }
 
 # %% ../../nbs/runs/09b_progress.ipynb #7cb94ef9

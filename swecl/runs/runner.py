@@ -20,6 +20,7 @@ from filelock import FileLock, Timeout
 from tqdm import tqdm
 
 from ..agent.agent import solve
+from ..agents.registry import DEFAULT_AGENT, agent_package
 from ..base.core import InfraError, append_jsonl, die_with_parent, ensure_manifest, read_jsonl, sha256_file
 from ..base.labels import Label
 from ..base.schema import Task
@@ -42,13 +43,19 @@ from ..sandbox.sandboxes import sandbox_for
 from ..tasks.datasets import load
 
 # %% auto #0
-__all__ = ['CHECKED', 'MODEL_ERROR_STOP', 'NO_MODEL', 'model_sha256', 'check_provenance', 'is_model_error', 'has_patch',
-           'expected_predictions', 'sync_predictions', 'CellStore', 'cell_tasks', 'attempt_order', 'cell_memory',
-           'restore_memory', 'attempt_record', 'run_attempt', 'run_attempts', 'cell_summary', 'budgeted', 'run_cell',
-           'run_cells_ray', 'run_cells', 'run_plan', 'run_experiment']
+__all__ = ['CHECKED', 'MODEL_ERROR_STOP', 'NO_MODEL', 'agent_provenance', 'model_sha256', 'check_provenance', 'is_model_error',
+           'has_patch', 'expected_predictions', 'sync_predictions', 'CellStore', 'cell_tasks', 'attempt_order',
+           'cell_memory', 'restore_memory', 'attempt_record', 'run_attempt', 'run_attempts', 'cell_summary', 'budgeted',
+           'run_cell', 'run_cells_ray', 'run_cells', 'run_plan', 'run_experiment']
 
 # %% ../../nbs/runs/11_runner.ipynb #963fdd11
 CHECKED = {"dataset_sha256": "dataset", "model_sha256": "model file"}  # provenance that must not change on resume
+
+# %% ../../nbs/runs/11_runner.ipynb #368437d4
+def agent_provenance(name: str) -> dict:
+    "What the manifest records of an agent other than swecl's loop: the package it installed, by registry, name and version."
+    p = agent_package(name) if name != DEFAULT_AGENT else None
+    return {"agent_package": f"{p.registry}:{p.name}=={p.version}"} if p else {}
 
 # %% ../../nbs/runs/11_runner.ipynb #3dd68927
 def model_sha256(spec: ModelSpec) -> str | None:
@@ -133,7 +140,7 @@ class CellStore:
                 "dataset_sha256": dataset_sha256,
                 "model_sha256": model_sha256(cell.spec),
                 "plan_sha256": cell.plan_sha256,
-            }
+            } | agent_provenance(cell.agent_name)
             check_provenance(ensure_manifest(self.dir, cell.config(), RunError, what, **prov), prov, what)
             self.attempts = read_jsonl(self.dir / "attempts.jsonl", "quarantine")
             sync_predictions(self.dir, self.attempts, cell.model)
@@ -223,7 +230,7 @@ def attempt_record(
         "sample": sample, "n_tasks": n, **{k: r[k] for k in keys},
         "f2p_passed": r["f2p"][0], "f2p_total": r["f2p"][1], "p2p_passed": r["p2p"][0], "p2p_total": r["p2p"][1],
         **{k: r[k] for k in rest}, "retrieved": retrieved, "patch": r["patch"], "trajectory": r["trajectory"],
-        "model": cell.model, "memory": cell.memory, "content": cell.content, "seed": cell.seed, "time": time.time(),
+        "model": cell.model, "agent": cell.agent_name, "memory": cell.memory, "content": cell.content, "seed": cell.seed, "time": time.time(),
         "suspicious": r.get("suspicious") or [],  # a flagged grading: never counted resolved
         "failed_tests": r.get("failed_tests") or {}, "grade_log": r.get("grade_log"),
         "memory_leak": r.get("memory_leak"), "retest_memory": cell.retest_memory if kind == "retest" else None,
@@ -246,7 +253,7 @@ def run_attempt(
     traj.unlink(missing_ok=True)
     extra = [mem.tool(t, later)] if cell.setting.is_tool else None
     logs = st.dir / "logs" / attempt_id(*key)  # one folder per attempt: a re-test never overwrites the first's log
-    r = solve(t, model, sandbox, cfg, ctx or None, traj, log_dir=logs, extra_tools=extra)
+    r = solve(t, model, sandbox, cfg, ctx or None, traj, log_dir=logs, extra_tools=extra, agent=cell.agent_name)
     r["grade_log"] = Path(r["grade_log"]).relative_to(st.dir).as_posix() if r.get("grade_log") else None
     r["memory_leak"] = memory_leak(t, "\n".join([ctx, *(mem.tool_texts if cell.setting.is_tool else [])]))
     retrieved = [h for hits in mem.tool_hits for h in hits] if cell.setting.is_tool else retrieved

@@ -1,0 +1,91 @@
+"""The agents researchers study, end to end against a real model with no key (issue #51): SmolLM2-135M on llama.cpp's
+OpenAI-compatible server on 127.0.0.1 (the local-llm extra, `make local-llm`), mini-swe-agent installed from PyPI into
+swecl's tools folder and run in the mini task's bubblewrap sandbox, its model reached only through swecl's forwarder.
+Flagged llm and slow. A 135M model solves nothing: what is checked is that the model is called, commands run in the
+sandbox, the trajectory and tokens are recorded, the diff is graded, and the memory's experience is in the prompt."""
+
+import json
+import sys
+
+import pytest
+from conftest import ROOT, run
+
+from swecl.agent.agent import AgentConfig, read_trajectory
+from swecl.agents.mini_swe_agent import run_mini_swe_agent
+from swecl.grading.grading import grade
+from swecl.models.local_llm import LocalServer, missing_packages
+from swecl.models.models import make_model
+from swecl.sandbox.sandbox import LocalSandbox
+from swecl.tasks.mini import load_mini
+
+# llama.cpp's grammar holds SmolLM2 to mini-swe-agent's reply format (one fenced command); the command it picks,
+# and its thought, are the model's own
+FORMAT = r'''root ::= "THOUGHT: " [a-zA-Z ,.]{3,60} "\n\n```mswea_bash_command\n" cmd "\n```"
+cmd ::= "ls src/textkit" | "git status" | "cat src/textkit/wrap.py" | "grep -n def src/textkit/wrap.py" | "echo '# seen' >> src/textkit/wrap.py"'''
+EXPERIENCE = "Experience from an earlier task of this repository: the fix compared the width with >= instead of >."
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if missing_packages():
+        pytest.fail(f"the local-llm extra is not installed (missing {missing_packages()}); run make local-llm once")
+    with LocalServer(port=0, log=tmp_path_factory.mktemp("llm") / "server.log") as s:
+        yield s
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+@pytest.mark.parametrize("memory", [None, EXPERIENCE])
+def test_mini_swe_agent_runs_in_the_sandbox_against_the_local_model(server, memory, tmp_path):
+    mini = load_mini()
+    task, sb = mini.task("swecl-mini__textkit-1"), LocalSandbox([mini.metadata["mirror"]])
+    model = make_model(server.model)
+    model.native_tools = False  # SmolLM2 makes no tool calls: mini-swe-agent's fenced-command configuration
+    traj = tmp_path / "t.jsonl"
+    with sb.open(task) as s:
+        res = run_mini_swe_agent(task, s, model, AgentConfig(max_steps=3, max_seconds=600), memory, traj,
+                                 model_kwargs={"grammar": FORMAT})  # fmt: skip
+    recs = read_trajectory(traj)
+    start, steps, end = recs[0], [r for r in recs if r["type"] == "step"], recs[-1]
+    assert (start["agent"], start["agent_version"], end["type"]) == ("mini-swe-agent", "2.4.6", "end"), start
+    prompt = start["prompt"][0]["text"]
+    assert (
+        task.problem_statement.strip()[:60] in prompt
+        and ((memory or "") in prompt)
+        and (memory is None) != (EXPERIENCE in prompt)
+    )
+    assert res.steps == len(steps) == 3 and res.exit_reason == "step_limit", (res, end.get("agent_log"))
+    ran = [r for st in steps for r in st["results"] if r["tool"] == "bash"]
+    assert ran and all("<returncode>0</returncode>" in r["output"] for r in ran), ran  # run in the sandbox, answered
+    assert res.usage.input > 0 and res.usage.output > 0 and res.cost == 0.0  # a local server is free
+    g = grade(task, res.patch, sb)  # graded as every attempt is
+    assert g.error is None and g.f2p_total == len(task.FAIL_TO_PASS) and not g.resolved, g
+    print(
+        f"mini-swe-agent, memory={'yes' if memory else 'no'}: {res.steps} calls, {res.usage}, {res.seconds:.0f} s, "
+        f"commands {[r['arguments']['command'] for r in ran]}, patch {len(res.patch)} bytes, resolved {g.resolved}"
+    )
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+def test_swecl_run_with_the_mini_swe_agent_agent(tmp_path, swecl_bin):
+    "The runner's path: `swecl run --agent mini-swe-agent` on the mini task, both memory conditions, recorded and graded."
+    if missing_packages():
+        pytest.fail(f"the local-llm extra is not installed (missing {missing_packages()}); run make local-llm once")
+    out = tmp_path / "results"
+    cmd = [sys.executable, "-m", "swecl.models.local_llm", "run", "--port", "0", "--log", str(tmp_path / "s.log"), "--",
+           swecl_bin, "run", "--model", "{model}", "--agent", "mini-swe-agent", "--dataset", "mini", "--sequences",
+           "textkit", "--max-tasks", "2", "--conditions", "none,auto-summary", "--seeds", "0", "--schedule", "sequential",
+           "--max-steps", "3", "--out", str(out)]  # fmt: skip
+    p = run(*cmd, cwd=ROOT, timeout=2400)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    cells = sorted(out.glob("*/*/attempts.jsonl"))
+    assert [c.parent.name.split("__")[1].split(".")[0] for c in cells] == ["mini-swe-agent"] * 2, cells
+    for att in cells:
+        recs = [json.loads(line) for line in att.read_text().splitlines() if line.strip()]
+        assert len(recs) == 2 and {r["agent"] for r in recs} == {"mini-swe-agent"}
+        for r in recs:  # the model answered: a verdict on the agent, with tokens, graded
+            assert r["infra_reason"] is None and r["steps"] >= 1 and r["usage"]["input"] > 0, r
+            assert r["f2p_total"] > 0 and r["resolved"] is False, r
+        manifest = json.loads((att.parent / "manifest.json").read_text())
+        assert manifest["agent_package"] == "pypi:mini-swe-agent==2.4.6", manifest
