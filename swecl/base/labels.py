@@ -16,7 +16,7 @@ import yaml
 # %% auto #0
 __all__ = ['LABELS_FILE', 'SIDES', 'COLUMNS', 'Label', 'TABLE_COLUMNS', 'GRADABLE_FILES', 'LabelRow', 'member_name',
            'read_labels', 'labels_markdown', 'gold_grades_here', 'label_row', 'label_side', 'excuses', 'Counting',
-           'counting', 'infra_label', 'counted_as', 'as_counted', 'counted_verdict']
+           'every_run_tasks', 'counting', 'infra_label', 'counted_as', 'as_counted', 'counted_verdict']
 
 # %% ../../nbs/base/00a_labels.ipynb #8edb47106e1a46a883d545849b8ab81b
 LABELS_FILE = files("swecl") / "data" / "labels.yaml"
@@ -113,10 +113,19 @@ class Counting:
     resolved: bool | None  # as counted; None when left out
 
 # %% ../../nbs/base/00a_labels.ipynb #e4686291
+@cache
+def every_run_tasks() -> frozenset:
+    "The tasks of `known_defects.json` marked `every_run`: no run of one can show a fix, whatever its record says."
+    table = json.loads((files("swecl") / "data" / "known_defects.json").read_text())
+    return frozenset(k for k, v in table.items() if isinstance(v, dict) and v.get("every_run"))
+
+
 def counting(r: dict) -> Counting:
-    "How the rates count the attempt record `r` (a frame's NaN for a missing value, or a numpy bool, read right)."
+    """How the rates count the attempt record `r` (a frame's NaN for a missing value, or a numpy bool, read right). A
+    record of an `every_run` task is the dataset's whatever it says (one graded before the table knew the task)."""
     why = r.get("infra_reason")
     why = why if isinstance(why, str) and why else "model_error" if r.get("exit_reason") == "model_error" else None
+    why = why or (Label.UPSTREAM_DEFECT if r.get("instance_id") in every_run_tasks() else None)
     proven = isinstance(r.get("host_check"), dict) and r["host_check"].get("same") is True
     out = excuses(why, r.get("instance_id"), r.get("patch_applied") in (True,), proven)
     flagged = isinstance(r.get("suspicious"), list) and bool(r["suspicious"])

@@ -505,7 +505,9 @@ def install_findings(s: Session, task: Task, before: tuple, touched: list) -> li
     found = env_changes(state, env_state(s))
     if s.kind == "local":  # a container's own changes are not read here (see the Docker sandbox's notes)
         programs = {Path(w).name for w in re.split(r"[\s;&|()]+", base_test_command(task)) if w}
-        found += layer_findings(s.env_writes(), base_names(s), read_judged(s.env_root), programs)
+        found += layer_findings(
+            s.env_writes(), base_names(s), read_judged(s.env_root), programs, read_judged(s.testbed)
+        )
     written = sorted(set(tree_changes(s, tree_before)) - set(touched))
     return found + tree_install_findings(s, written, runner_scripts(base_test_command(task)))
 

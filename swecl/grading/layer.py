@@ -18,8 +18,9 @@ from ..tasks.repos import SAFE_GIT
 
 # %% auto #0
 __all__ = ['SITE_PACKAGES', 'EDITABLE_IMPORT', 'MAX_JUDGED_BYTES', 'EGG_FOLDER', 'SITE_RULES', 'OUTSIDE_ADMITTED',
-           'STARTED_PROGRAMS', 'pth_problem', 'finder_problem', 'metadata_problem', 'env_finding', 'layer_findings',
-           'read_judged', 'is_bytecode', 'is_metadata', 'judged_text', 'tree_install_findings', 'base_names']
+           'STARTED_PROGRAMS', 'pth_problem', 'finder_problem', 'metadata_problem', 'own_name', 'env_finding',
+           'layer_findings', 'read_judged', 'is_bytecode', 'is_metadata', 'judged_text', 'tree_install_findings',
+           'base_names']
 
 # %% ../../nbs/grading/04l_layer.ipynb #6f3e9616
 SITE_PACKAGES = re.compile(r"^lib\d*/python[\d.]+/(?:site|dist)-packages/")
@@ -73,6 +74,11 @@ def metadata_problem(path: str, text: str) -> str | None:
 # %% ../../nbs/grading/04l_layer.ipynb #80f1e64b
 # (what, where it applies, how its text is judged: None admits it unread), in order; `top` is the first path part
 # under site-packages, `own` the base commit's top-level names
+def own_name(top: str) -> str:
+    "The module name a site-packages entry is imported as: `pkg/`, `mod.py`, `ext.cpython-39-x86_64-linux-gnu.so`."
+    return top.split(".")[0] if top.endswith((".so", ".pyd")) else top.removesuffix(".py")
+
+
 SITE_RULES = (
     ("bytecode", lambda rel, top, own: "__pycache__" in rel.split("/") or rel.endswith(".pyc"), None),
     (
@@ -82,16 +88,17 @@ SITE_RULES = (
     ),
     ("path file", lambda rel, top, own: "/" not in rel and rel.endswith(".pth"), lambda p, t: pth_problem(t)),
     ("editable finder", lambda rel, top, own: re.fullmatch(r"__editable___\w+_finder\.py", rel), "finder"),
-    ("the project's own", lambda rel, top, own: top.split(".")[0] in own, None),
+    ("the project's own", lambda rel, top, own: own_name(top) in own, None),
 )
 OUTSIDE_ADMITTED = ("include/", "share/")  # headers and data files of a build: no Python start reads them
 # bin/: a script an install writes (django-admin.py, a console script) is code under test unless the tests start it
 STARTED_PROGRAMS = re.compile(r"^(python|pypy|pip|pytest|py\.test|tox|nose|activate)", re.I)
 
 # %% ../../nbs/grading/04l_layer.ipynb #12992677
-def env_finding(path: str, how: str, own: set, read, programs=frozenset()) -> str | None:
+def env_finding(path: str, how: str, own: set, read, programs=frozenset(), tree=None) -> str | None:
     """Why the install's write (`how`: written or removed) of /testenv/`path` steers the tests (None: it does not);
-    `programs`: the names the test command holds (a bin/ script of one of them starts the tests)."""
+    `programs`: the names the test command holds (a bin/ script of one of them starts the tests); `tree`: a reader
+    of the working copy's files, which an egg's copies of the project's own must equal."""
     where = f"/testenv/{path}: {how} by the install step"
     if how == "unwalked":
         return f"/testenv/{path}: a folder the install step nested too deep to judge"
@@ -103,12 +110,17 @@ def env_finding(path: str, how: str, own: set, read, programs=frozenset()) -> st
     if not m:
         return None if path.startswith(OUTSIDE_ADMITTED) else f"{where}, outside site-packages"
     rel = path[m.end() :]
-    if "/" in rel and EGG_FOLDER.fullmatch(rel.split("/")[0]):  # an egg's folder is a site-packages of its own
-        rel = rel.split("/", 1)[1]
+    if EGG_FOLDER.fullmatch(rel):  # a file, not a folder: a zipped egg, whose contents nothing here reads
+        return f"{where}, a zipped egg (read unopened)"
+    egg = "/" in rel and EGG_FOLDER.fullmatch(rel.split("/")[0])
+    rel = rel.split("/", 1)[1] if egg else rel  # an egg's folder is a site-packages of its own
     top = rel.split("/")[0]
     for what, applies, judge in SITE_RULES:
         if not applies(rel, top, own):
             continue
+        if egg and what == "the project's own" and how != "removed":  # the tests import it: the working copy's own
+            same = tree is not None and (text := read(path)) is not None and tree(rel) == text
+            return None if same else f"{where}: its copy of {rel} is not the working copy's"
         if judge is None or how == "removed":
             return None
         text = read(path)
@@ -119,9 +131,9 @@ def env_finding(path: str, how: str, own: set, read, programs=frozenset()) -> st
     return f"{where}, a module or file of no distribution the project's base commit has"
 
 # %% ../../nbs/grading/04l_layer.ipynb #c381f2ce
-def layer_findings(writes: dict, own: set, read, programs=frozenset()) -> list[str]:
+def layer_findings(writes: dict, own: set, read, programs=frozenset(), tree=None) -> list[str]:
     "Every finding on the writes of an install (`LocalSession.env_writes`), one line each, the first 50."
-    found = [f for p, how in writes.items() if (f := env_finding(p, how, own, read, programs))]
+    found = [f for p, how in writes.items() if (f := env_finding(p, how, own, read, programs, tree))]
     return found[:50] + (
         [f"/testenv: {len(found) - 50} more writes of the install step not shown"] if len(found) > 50 else []
     )
@@ -139,7 +151,7 @@ def read_judged(root: Path):
             st = os.fstat(f.fileno())
             if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_JUDGED_BYTES:
                 return None
-            return f.read(MAX_JUDGED_BYTES).decode("utf-8", "replace")
+            return f.read(MAX_JUDGED_BYTES).decode("utf-8", "surrogateescape")  # equal texts: equal bytes
 
     return read
 
@@ -173,6 +185,8 @@ def tree_install_findings(s, written: list, scripts=()) -> list[str]:
 
 # %% ../../nbs/grading/04l_layer.ipynb #b258dfe4
 def base_names(s) -> set:
-    "The top-level names of the session's base commit, and of its src/ and lib/ folders: the project's own modules."
-    cmd = f"for d in '' src/ lib/; do {SAFE_GIT} ls-tree --name-only {s.base}:$d 2>/dev/null; done"
-    return {n.split(".")[0] for n in s.run(cmd, timeout=120).output.split()}
+    """The modules of the session's base commit at its top and in its src/ and lib/ folders: folders and `.py` files
+    (a `pytest.ini` or `tox.ini` makes no `pytest` or `tox` the project's own)."""
+    cmd = f"for d in '' src/ lib/; do {SAFE_GIT} ls-tree {s.base}:$d 2>/dev/null; done"
+    entries = [line.split("\t", 1) for line in s.run(cmd, timeout=120).output.splitlines() if "\t" in line]
+    return {n.removesuffix(".py") for head, n in entries if head.split()[1:2] == ["tree"] or n.endswith(".py")}

@@ -673,7 +673,7 @@ def watch_unittest(write, describe):
         method = getattr(base, name)
 
         def recorded(self, test, *args, **kw):
-            write(("phase", {"id": describe(self, test), "when": "call", "outcome": outcome}))
+            write(("phase", {"id": describe(self, test, outcome), "when": "call", "outcome": outcome}))
             return method(self, test, *args, **kw)
 
         setattr(base, name, recorded)
@@ -682,10 +682,24 @@ def watch_unittest(write, describe):
         wrap(name, outcome)
 
 
-def unittest_description(result, test):
-    "What TextTestResult prints for `test` in verbose mode (Django's log)."
-    get = getattr(result, "getDescription", None)
-    return get(test) if get is not None else str(test)
+def unittest_description(result, test, outcome="passed"):
+    """The id of `test` as unittest's own __str__ spells it (`name (module.Class)`, from Python 3.11 on
+    `name (module.Class.name)`), read from the test object and its class, never from its description: the code under
+    test writes shortDescription, __str__ and getDescription, and could spell a failing test `... ok`. A test object of
+    another kind (a setUpClass error's holder) is named by its own description when it fails, never when it passes."""
+    cls = type(test)
+    try:
+        name = object.__getattribute__(test, "_testMethodName")
+        module, qual = type.__getattribute__(cls, "__module__"), type.__getattribute__(cls, "__qualname__")
+    except AttributeError:
+        name = module = qual = None
+    if all(isinstance(x, str) for x in (name, module, qual)):
+        tail = ".%s" % name if sys.version_info >= (3, 11) else ""
+        return "%s (%s.%s%s)" % (name, module, qual, tail)
+    if outcome == "passed":
+        return "<a passing test object that is no TestCase: %s>" % type.__getattribute__(cls, "__name__")
+    described = getattr(test, "description", None)
+    return described if isinstance(described, str) else "<%s>" % type.__getattribute__(cls, "__name__")
 
 
 SYMPY_RUNNERS = ("sympy.testing.runtests", "sympy.utilities.runtests")
