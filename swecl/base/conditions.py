@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['SETTINGS', 'CONTENTS', 'condition_name', 'record_condition']
+__all__ = ['SETTINGS', 'CONTENTS', 'TRANSFER_PREFIX', 'condition_name', 'record_condition']
 
 # %% ../../nbs/base/00e_conditions.ipynb #d6366196
 SETTINGS = ("none", "auto", "tool", "oracle")  # the memory modes
@@ -21,3 +21,6 @@ def condition_name(memory: str, content: str = "summary") -> str:
 def record_condition(r: dict) -> str:
     "The condition of an attempt record, from its `memory` and `content` (a record without them ran with none)."
     return condition_name(r.get("memory") or "none", r.get("content") or "summary")
+
+
+TRANSFER_PREFIX = "transfer-"  # a transfer cell's folder name begins so (its memory is another sequence's)

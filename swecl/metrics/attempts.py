@@ -103,11 +103,12 @@ def read_attempts(path) -> list[dict]:
     files = sorted(p.rglob("attempts.jsonl")) if p.is_dir() else [p] if p.is_file() else []
     if not files:
         raise FileNotFoundError(f"No attempts.jsonl under {p}; pass a results folder or an attempts.jsonl file.")
-    out = []
-    for f in files:
+    out, names = [], Counter(f.parent.name for f in files)
+    for f in files:  # a cell by its folder's name; two experiments' cells of one name by their path under `path`
+        cell = f.parent.name if names[f.parent.name] == 1 else f.parent.relative_to(p).as_posix()
         rows = read_jsonl(f, "raise")
         lines = [n for n, line in enumerate(f.read_bytes().split(b"\n"), 1) if line.strip()]
-        out += checked_attempts([{"cell": f.parent.name} | r for r in rows], str(f), lines)
+        out += checked_attempts([{"cell": cell} | r for r in rows], str(f), lines)
     return out
 
 # %% ../../nbs/metrics/09a_attempts.ipynb #dc179ce5

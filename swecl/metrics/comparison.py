@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..base.conditions import record_condition
 from ..base.core import ci_text
-from ..base.labels import counted_verdict, infra_label
+from ..base.labels import as_counted, counted_verdict, infra_label
 from .metrics import accuracy_matrix, none_pairs, paired_cl
 from .recorded import paired_row
 
@@ -74,9 +74,9 @@ def first_verdicts(records: list) -> dict:
 
 # %% ../../nbs/metrics/09f_comparison.ipynb #2de1ee2b
 def acc_difference(mem: list, base: list, n_resamples: int, seed: int) -> str:
-    "The paired difference of ACC, memory − none, with its bootstrap interval; `-` when the two did not measure the same tasks."
+    "The paired difference of ACC, memory − none, with its bootstrap interval (verdicts as the rates count them: a flagged run is not resolved); `-` when the two did not measure the same tasks."
     n = max(int(r.get("n_tasks") or r["j"]) for r in mem + base)
-    kept = lambda rs: accuracy_matrix([r for r in rs if not infra_label(r)], n)
+    kept = lambda rs: accuracy_matrix([as_counted(r) for r in rs if not infra_label(r)], n)
     try:
         d = paired_cl(kept(mem), kept(base), "ACC", n_resamples=n_resamples, seed=seed)
     except ValueError:
@@ -94,8 +94,10 @@ def memory_vs_none(attempts, n_resamples: int = 2000, seed: int = 0) -> pd.DataF
     rows = []
     for cell, base in pairs.items():
         model, condition, s, sequence = facts[cell]
-        vm, vb = first_verdicts(cells[cell]), first_verdicts(base)
+        of_sequence = lambda rs: [r for r in rs if r.get("sequence_id") == sequence]  # a file may hold two sequences
+        mem, base = of_sequence(cells[cell]), of_sequence(base)
+        vm, vb = first_verdicts(mem), first_verdicts(base)
         row = {"cell": cell, "model": model, "sequence_id": sequence, "seed": s, "condition": condition}
         row |= paired_row(vb, vm, list(vb), list(vm), ("none", "memory"), n_resamples, seed)
-        rows.append(row | {"ACC memory − none [95% CI]": acc_difference(cells[cell], base, n_resamples, seed)})
+        rows.append(row | {"ACC memory − none [95% CI]": acc_difference(mem, base, n_resamples, seed)})
     return pd.DataFrame(rows)

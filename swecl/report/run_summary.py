@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from ..base.conditions import TRANSFER_PREFIX
 from ..base.labels import infra_label
 from ..base.lazy import lazy_module
 from ..memory.memory import condition_name
@@ -179,7 +180,10 @@ def comparison_section(results: Path, n_resamples: int = 1000) -> Section | None
     "'Memory against no memory': `wide_tables` per model (headline metrics) and `memory_vs_none`; None without attempts."
     if not Path(results).is_dir() or not cells_under(results):
         return None
-    att = read_attempts(results)
+    # a transfer cell's memory is another sequence's: the transfer section pairs it, not this one
+    att = [r for r in read_attempts(results) if not Path(r["cell"]).name.startswith(TRANSFER_PREFIX)]
+    if not att:
+        return None
     df = cl_from_attempts(att, zero_shot=none_pairs(att), n_resamples=n_resamples)
     parts = []
     for model, table in wide_tables(df[df.metric.isin(HEADLINE_METRICS)], att).items():

@@ -19,6 +19,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 from tqdm import tqdm
 
+from ..base.conditions import TRANSFER_PREFIX
 from ..base.core import InfraError, die_with_parent, read_jsonl
 from ..memory.memory import Memory
 from ..models.models import make_model
@@ -58,7 +59,7 @@ class TransferCell(Cell):
 
     @property
     def id(self) -> str:
-        return f"transfer-{slug(self.source_sequence_id, 40)}__{Cell.id.fget(self)}"
+        return f"{TRANSFER_PREFIX}{slug(self.source_sequence_id, 40)}__{Cell.id.fget(self)}"
 
     def source(self) -> Cell:
         "The ordinary cell of the source sequence whose memory this cell reads."
