@@ -30,6 +30,7 @@ FOLDERS = [
     "grading",  # patch to verdict, validation, re-grading
     "agent",  # tools, replies, the agent loop, single shot
     "memory",  # experiences, embeddings, the FAISS store, retrieval
+    "agents",  # the agents researchers study, installed and run in the sandbox
     "runs",  # plans, the runner, studies, transfer, poisoning, estimates
     "report",  # report sections and trajectory pages
     "cli",  # the command line

@@ -17,7 +17,6 @@ from fastcore.basics import patch
 
 from .replies import EMPTY_REPLY, action_key, bad_arguments, repeats, repetition_note
 from .tools import Toolbox, ToolResult, truncate
-from ..agents.registry import agent_runner
 from ..base.core import append_jsonl, package_file, read_jsonl
 from ..base.schema import Task
 from ..grading.grading import Grade, attempt_verdict, grade
@@ -354,14 +353,14 @@ def run_agent(
 
 # %% ../../nbs/agent/07_agent.ipynb #e63cd069
 def _agent_or_replay(
-    task: Task, model: Model, sandbox, config, memory_context, trajectory, extra_tools, agent: str = "swecl"
+    task: Task, model: Model, sandbox, config, memory_context, trajectory, extra_tools, run=None
 ) -> AgentResult:
-    """The result of `agent` (a row of `swecl.agents.registry.AGENTS`) on `task` in a session of its own, or the
-    recorded patch of a replay model that holds one."""
+    """The result of the agent `run` (a run function of `swecl.agents.registry.AGENTS`; swecl's loop by default) on
+    `task` in a session of its own, or the recorded patch of a replay model that holds one."""
     recorded = model.patch_for(task.instance_id)
     if recorded is not None:
         return AgentResult(task.instance_id, recorded, "replayed", 0, {}, Usage(), 0.0, 0.0)
-    run = run_agent if agent == "swecl" else agent_runner(agent)  # the table imports an adapter when first asked
+    run = run or run_agent
     with sandbox.open(task) as s:
         return run(task, s, model, config, memory_context, trajectory, extra_tools)
 
@@ -403,9 +402,9 @@ def solve(
     trajectory: str | Path | None = None,
     log_dir: str | Path | None = None,
     extra_tools: list | None = None,
-    agent: str = "swecl",
+    run=None,
 ) -> dict:
-    "Agent (`agent`: swecl's loop or an adapter) → patch → grading; one dict with the verdict, exit reason, steps, usage by kind, cost and seconds."
+    "Agent (`run`: swecl's loop, or an adapter's run function) → patch → grading; one dict with the verdict, exit reason, steps, usage by kind, cost and seconds."
     t0 = time.time()
-    ar = _agent_or_replay(task, model, sandbox, config, memory_context, trajectory, extra_tools, agent)
+    ar = _agent_or_replay(task, model, sandbox, config, memory_context, trajectory, extra_tools, run)
     return _solve_record(task, model, ar, _grade_or_label(task, ar, sandbox, log_dir), t0)

@@ -20,7 +20,7 @@ from filelock import FileLock, Timeout
 from tqdm import tqdm
 
 from ..agent.agent import solve
-from ..agents.registry import DEFAULT_AGENT, agent_package
+from ..agents.registry import DEFAULT_AGENT, agent_package, agent_runner
 from ..base.core import InfraError, append_jsonl, die_with_parent, ensure_manifest, read_jsonl, sha256_file
 from ..base.labels import Label
 from ..base.schema import Task
@@ -253,7 +253,9 @@ def run_attempt(
     traj.unlink(missing_ok=True)
     extra = [mem.tool(t, later)] if cell.setting.is_tool else None
     logs = st.dir / "logs" / attempt_id(*key)  # one folder per attempt: a re-test never overwrites the first's log
-    r = solve(t, model, sandbox, cfg, ctx or None, traj, log_dir=logs, extra_tools=extra, agent=cell.agent_name)
+    r = solve(
+        t, model, sandbox, cfg, ctx or None, traj, log_dir=logs, extra_tools=extra, run=agent_runner(cell.agent_name)
+    )
     r["grade_log"] = Path(r["grade_log"]).relative_to(st.dir).as_posix() if r.get("grade_log") else None
     r["memory_leak"] = memory_leak(t, "\n".join([ctx, *(mem.tool_texts if cell.setting.is_tool else [])]))
     retrieved = [h for hits in mem.tool_hits for h in hits] if cell.setting.is_tool else retrieved
