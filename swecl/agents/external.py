@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..agent.agent import AgentResult, Trajectory
-from ..base.core import SandboxError
+from ..base.core import SandboxError, owned_bytes
 from ..models.model_base import Usage, model_spec
 from ..sandbox.egress import ModelForwarder, relayed_command
 from ..sandbox.sandbox import PatchTooLarge
@@ -48,13 +47,7 @@ OUT, TOOLS = "/swecl-out", "/swecl-tools"  # inside: the agent's out folder, its
 
 def read_out(folder: Path, name: str) -> bytes | None:
     "A file the agent wrote into its out folder: a regular file, no link followed, at most `MAX_OUT_BYTES`; None otherwise."
-    try:
-        fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        return f.read(MAX_OUT_BYTES) if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_OUT_BYTES else None
+    return owned_bytes(folder / name, MAX_OUT_BYTES)
 
 # %% ../../nbs/agents/15a_external.ipynb #e3732a6c
 @dataclass
@@ -98,8 +91,8 @@ def agent_prompt(task, memory_context: str | None) -> str:
     return (f"{memory_context}\n\n" if memory_context else "") + issue_text(task)
 
 
-def external_result(task, session, run_facts: dict, records: list, trajectory, t0: float) -> AgentResult:
-    "The `AgentResult` of an external run (its patch the session's diff) with swecl's trajectory records written."
+def external_result(task, session, model, run_facts: dict, records: list, trajectory, t0: float) -> AgentResult:
+    "The `AgentResult` of an external run (its patch the session's diff, its tokens priced by `model`) with swecl's trajectory records written."
     traj = Trajectory(trajectory)
     try:
         patch, error, infra = session.diff(), run_facts.get("error"), None
@@ -108,7 +101,7 @@ def external_result(task, session, run_facts: dict, records: list, trajectory, t
     usage = sum((Usage(**r["reply"]["usage"]) for r in records if r.get("type") == "step"), Usage())
     steps = sum(r.get("type") == "step" for r in records)
     counts = {"bash": sum(len(r["results"]) for r in records if r.get("type") == "step")}
-    res = AgentResult(task.instance_id, patch, run_facts["exit_reason"], steps, counts, usage, run_facts.get("cost"),
+    res = AgentResult(task.instance_id, patch, run_facts["exit_reason"], steps, counts, usage, model.cost(usage),
                       round(time.time() - t0, 3), str(traj.path) if traj.path else None, error, infra)  # fmt: skip
     for r in records:
         traj.write(r)

@@ -126,6 +126,5 @@ def run_mini_swe_agent(
         data = None
     records, facts = transcript_records(data, task, model, cfg, t0)
     facts["exit_reason"] = "time_limit" if r.timed_out else facts["exit_reason"]
-    usage = sum((Usage(**s["reply"]["usage"]) for s in records[1:]), Usage())
-    facts |= {"cost": model.cost(usage), "log": r.output}
-    return external_result(task, session, facts, records, trajectory, t0)
+    facts["log"] = r.output
+    return external_result(task, session, model, facts, records, trajectory, t0)

@@ -33,10 +33,10 @@ from .lazy import lazy_module
 __all__ = ['PROJECT_ROOT', 'PACKAGE_DATA', 'MAX_COMPONENT_BYTES', 'MAX_INPUT_BYTES', 'MAX_SMALL_BYTES', 'MAX_YAML_NODES',
            'JSONL_POLICIES', 'DIFF_HEADER', 'DAY', 'PR_SET_PDEATHSIG', 'package_file', 'cache_dir', 'sha256_file',
            'sha256_text', 'write_atomic', 'hold_use', 'in_use', 'component_problem', 'InfraError', 'EnvError',
-           'SandboxError', 'InputFileError', 'check_regular', 'bounded_read', 'read_regular', 'yaml_nodes', 'load_yaml',
-           'append_jsonl', 'JsonlError', 'parse_jsonl', 'read_jsonl', 'config_diff', 'git_commit', 'ensure_manifest',
-           'diff_paths', 'iso_time', 'bootstrap_ci', 'wilson', 'ci_text', 'lru_doomed', 'watch_parent',
-           'die_with_parent']
+           'SandboxError', 'InputFileError', 'check_regular', 'bounded_read', 'read_regular', 'owned_bytes',
+           'yaml_nodes', 'load_yaml', 'append_jsonl', 'JsonlError', 'parse_jsonl', 'read_jsonl', 'config_diff',
+           'git_commit', 'ensure_manifest', 'diff_paths', 'iso_time', 'bootstrap_ci', 'wilson', 'ci_text', 'lru_doomed',
+           'watch_parent', 'die_with_parent']
 
 # %% ../../nbs/base/00_core.ipynb #f4828f4c
 stats = lazy_module("scipy.stats")  # bootstrap intervals only: loaded when first used
@@ -205,6 +205,18 @@ def read_regular(path, what: str = "input file", limit: int = MAX_INPUT_BYTES) -
         raise
     with f:
         return bounded_read(f, limit, path, what)
+
+# %% ../../nbs/base/00_core.ipynb #21de0b04
+def owned_bytes(path, limit: int) -> bytes | None:
+    """The bytes of `path` when it is itself a regular file (no link followed) of at most `limit` bytes; None otherwise.
+    For files code in a sandbox wrote, which the harness reads as data and never follows out of their folder."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return None  # a link (O_NOFOLLOW), or gone
+    with os.fdopen(fd, "rb") as f:
+        st_ = os.fstat(f.fileno())
+        return f.read(limit) if stat.S_ISREG(st_.st_mode) and st_.st_size <= limit else None
 
 # %% ../../nbs/base/00_core.ipynb #e831f3f2
 MAX_YAML_NODES = 100_000  # a plan has ~100 nodes; a 'billion laughs' file stands for 10^9

@@ -10,9 +10,9 @@ import os
 import posixpath
 import re
 import shlex
-import stat
 from pathlib import Path
 
+from ..base.core import owned_bytes
 from .guard import guard_tree, restore
 from ..tasks.repos import SAFE_GIT
 
@@ -143,15 +143,8 @@ def read_judged(root: Path):
     "A reader of the layer's files under `root` for `env_finding`: the text of a small regular file, else None."
 
     def read(path: str) -> str | None:
-        try:
-            fd = os.open(root / path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
-        except OSError:
-            return None  # a link (O_NOFOLLOW), or gone
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_JUDGED_BYTES:
-                return None
-            return f.read(MAX_JUDGED_BYTES).decode("utf-8", "surrogateescape")  # equal texts: equal bytes
+        data = owned_bytes(root / path, MAX_JUDGED_BYTES)
+        return None if data is None else data.decode("utf-8", "surrogateescape")  # equal texts: equal bytes
 
     return read
 
