@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import ast
-import os
 import posixpath
 import re
 import shlex
