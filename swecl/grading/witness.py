@@ -20,13 +20,13 @@ from ..tasks.repos import SAFE_GIT
 
 # %% auto #0
 __all__ = ['WITNESS_FILE', 'RUNNER', 'RATCHET', 'STATUS_LINES', 'LINE_CHARS', 'S', 'N', 'SHAPES', 'ONCE', 'RUNTEST_HOOKS',
-           'CHANGED', 'AFTER', 'MAX_NAMED', 'MAX_FINDINGS', 'is_named', 'PASSING', 'TEST_ID_SHAPE', 'MARK_WORDS',
-           'indent', 'RECORDS_CHARS', 'witnessed_command', 'runner_kind', 'next_key', 'sign', 'Witness', 'parse_line',
-           'signed', 'signed_records', 'Garbled', 'strs', 'grouped', 'read_ends', 'collected_tests', 'allowed_conftest',
-           'plugin_findings', 'state_findings', 'call_taints', 'phase_status', 'read_phases', 'finish_findings',
-           'read_tests', 'read_records', 'witnessable', 'test_parts', 'new_side', 'decorators', 'marked_in',
-           'test_patch_marks', 'unmarked_xfails', 'xfail_findings', 'witness_findings', 'task_conftests',
-           'run_witnessed']
+           'CHANGED', 'AFTER', 'MAX_NAMED', 'MARKED', 'BAD_EVENTS', 'WHOLE_ID', 'MAX_FINDINGS', 'is_named', 'PASSING',
+           'TEST_ID_SHAPE', 'MARK_WORDS', 'indent', 'RECORDS_CHARS', 'witnessed_command', 'runner_kind', 'next_key',
+           'sign', 'Witness', 'parse_line', 'signed', 'signed_records', 'Garbled', 'strs', 'grouped', 'read_ends',
+           'collected_tests', 'allowed_conftest', 'plugin_findings', 'state_findings', 'call_taints', 'phase_status',
+           'read_phases', 'finish_findings', 'run_seen', 'pass_doubts', 'method_taints', 'read_tests', 'read_records',
+           'witnessable', 'test_parts', 'new_side', 'decorators', 'marked_in', 'test_patch_marks', 'unmarked_xfails',
+           'xfail_findings', 'witness_findings', 'task_conftests', 'run_witnessed']
 
 # %% ../../nbs/grading/04h_witness.ipynb #0e6115aa
 WITNESS_FILE = package_file("witness", "swecl_witness.py")
@@ -148,6 +148,7 @@ SHAPES = {  # each kind of record and its fields; a signed record of another sha
     "end": {"machinery": dict, "late": list, "found": list},
     "state": {"id": S},  # the witness's own code or the runner's machinery not as at the start, as a hook began
     "forged": {"kind": S, "by": S},  # a record asked for by code that is not the witness's own
+    "method": {"id": S, "event": S, "fp": S},  # a unittest test's own function as its run saw it (`method_taints`)
 }
 ONCE = ("start", "runner", "collected", "finish", "end")
 
@@ -185,7 +186,7 @@ def read_ends(w: Witness, g: dict):
     base = g["runner"][0][1]["machinery"] if g["runner"] else {}
     for _, d in g["end"]:
         w.ended = True
-        w.changed = [n for n in sorted(base) if d["machinery"].get(n) != base[n]] + strs(d["late"])
+        w.changed = list(dict.fromkeys([n for n in sorted(base) if d["machinery"].get(n) != base[n]] + strs(d["late"])))
 
 # %% ../../nbs/grading/04h_witness.ipynb #916d8ab4
 def collected_tests(g: dict) -> list | None:
@@ -316,6 +317,73 @@ def finish_findings(w: Witness, g: dict, coll: list | None):
         diff = sorted(f"+{x}" for x in now - before) + sorted(f"-{x}" for x in before - now)
         w.findings.append(f"the hook implementations changed after collection: {'; '.join(diff[:8])}")
 
+# %% ../../nbs/grading/04h_witness.ipynb #e58b3f52
+MARKED = {"start": False, "start-marked": True}
+BAD_EVENTS = {  # what a run's records may say of a test besides its call, each a reason its pass is not its own
+    "replaced": "its test object held another function under its name",
+    "renamed": "its test object was renamed as it ran",
+    "hooked": "a trace or profile function was set as it ran",
+}
+WHOLE_ID = {  # what one run shows of every report under its id, whenever that came
+    "unreported": "a run of it reported nothing to its result",
+    "nested": "it ran again inside its own run",
+}
+
+# %% ../../nbs/grading/04h_witness.ipynb #0a574071
+def run_seen(seen: dict, d: dict):
+    "Fold one `method` record into `seen` (test id -> what its run showed since it began)."
+    t, e = d["id"], d["event"]
+    if e in MARKED:
+        starts = seen.get(t, {}).get("starts", set()) | {str(d.get("own", d["fp"]))}  # the class's function
+        seen[t] = {"fp": d["fp"], "marked": MARKED[e], "call": None, "how": None, "bad": [], "sub": False}
+        seen[t]["starts"] = starts
+    elif t in seen and e == "call":
+        seen[t]["call"] = d["fp"]
+    elif t in seen and e in ("returned", "raised"):
+        seen[t]["how"] = e
+    elif t in seen and e == "subtest failed":
+        seen[t]["sub"] = True
+    elif t in seen and e not in WHOLE_ID:
+        seen[t]["bad"].append(BAD_EVENTS.get(e, f"its run recorded {e[:40]!r}"))
+
+# %% ../../nbs/grading/04h_witness.ipynb #467a0fe9
+def pass_doubts(s: dict | None, d: dict) -> list:
+    "Why a reported pass or expected failure (`d`, a phase) is not what its run (`s`, from `run_seen`) showed."
+    said = "passed" if d["outcome"] == "passed" else "an expected failure"
+    if s is None or d.get("outside") is True:
+        return [f"it was reported {said} outside unittest's run of it"]
+    bad = s["bad"] + ["one of its subtests failed"] * (s["sub"] and d["outcome"] == "passed")
+    bad += ["two of its runs began with different functions"] * (len(s["starts"]) > 1)
+    if s["call"] is None:
+        return [*bad, f"its test method was never called, yet it was reported {said}"]
+    if s["call"] != s["fp"]:
+        return [*bad, f"the function its run called is not its own test method, yet it was reported {said}"]
+    if d["outcome"] == "passed" and s["how"] != "returned":
+        return [*bad, f"its test method {s['how'] or 'did not return'}, yet it was reported passed"]
+    if d["outcome"] == "xfail-marked" and (s["how"] != "raised" or not s["marked"]):
+        marked = "is" if s["marked"] else "is not"
+        return [*bad, f"it was reported {said}, but its method {s['how'] or 'did not end'} and {marked} marked so"]
+    return bad
+
+# %% ../../nbs/grading/04h_witness.ipynb #dbd6310d
+def method_taints(g: dict, taint: dict):
+    """More reasons in `taint` (test id -> reasons) for unittest passes the run's own records do not bear out: a pass
+    counts only if, since its run began, the function called was the test's own and it returned (an expected failure:
+    it raised, and the test is marked so), with no subtest failing, no other function on the test object and no rename;
+    and no run of that id reported nothing or ran inside another."""
+    seen, records = {}, sorted([(s, "method", d) for s, d in g["method"]] + [(s, "phase", d) for s, d in g["phase"]])
+    whole = {}
+    for _, kind, d in records:
+        if kind == "method":
+            run_seen(seen, d)
+            if d["event"] in WHOLE_ID:
+                whole.setdefault(d["id"], []).append(WHOLE_ID[d["event"]])
+        elif d["outcome"] in ("passed", "xfail-marked"):
+            taint.setdefault(d["id"], []).extend(pass_doubts(seen.get(d["id"]), d))
+    for t, why in whole.items():
+        if any(p["id"] == t and p["outcome"] in ("passed", "xfail-marked") for _, p in g["phase"]):
+            taint.setdefault(t, []).extend(why)
+
 # %% ../../nbs/grading/04h_witness.ipynb #43310cef
 def read_tests(w: Witness, g: dict):
     "Statuses and lines of every test; a test the code under test reached into is FAILED, and why is a finding."
@@ -324,6 +392,8 @@ def read_tests(w: Witness, g: dict):
     taint = call_taints(g, coll)
     state_findings(w, g)
     order, phases = read_phases(w, g, coll, taint, after)
+    if w.runner == "unittest":
+        method_taints(g, taint)
     finish_findings(w, g, coll)
     lines = STATUS_LINES.get(w.runner or "pytest", STATUS_LINES["pytest"])
     for t in order:

@@ -13,6 +13,7 @@ import ssl
 import tempfile
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -22,9 +23,10 @@ from fastcore.basics import patch
 from ..base.core import SandboxError, package_file
 
 # %% auto #0
-__all__ = ['DROPPED', 'TARGET', 'MAX_HEAD', 'MODEL_FOLDER', 'MODEL_PORT', 'RELAY', 'Endpoint', 'endpoint', 'Head', 'parse_head',
-           'target_refusal', 'body_refusal', 'forwarded_head', 'read_head', 'refuse', 'upstream', 'send_body',
-           'send_back', 'forward', 'ModelForwarder', 'inside_url', 'relayed_command']
+__all__ = ['DROPPED', 'TARGET', 'TOKEN', 'METHOD', 'VALUE', 'LENGTH', 'PRINTABLE', 'MAX_HEAD', 'CLIENT_TIMEOUT',
+           'MAX_CONNECTIONS', 'LOG_KEEP', 'MODEL_FOLDER', 'MODEL_PORT', 'RELAY', 'Endpoint', 'endpoint', 'Head',
+           'parse_head', 'target_refusal', 'body_refusal', 'forwarded_head', 'read_head', 'refuse', 'upstream',
+           'send_body', 'send_back', 'forward', 'serve', 'ModelForwarder', 'inside_url', 'relayed_command']
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #d8c7abf7
 @dataclass(frozen=True)
@@ -46,13 +48,29 @@ def endpoint(url: str) -> Endpoint:
         )
     return Endpoint(u.scheme, u.hostname, u.port or (443 if u.scheme == "https" else 80), u.path.rstrip("/"))
 
-# %% ../../nbs/sandbox/03r_egress.ipynb #1fd22da7
+# %% ../../nbs/sandbox/03r_egress.ipynb #67f4e4ff
 DROPPED = {"authorization", "x-api-key", "proxy-authorization", "host", "connection", "keep-alive", "proxy-connection",
-           "te", "upgrade", "transfer-encoding", "expect"}  # fmt: skip
-TARGET = re.compile(r"^/[A-Za-z0-9._~!$&'()*+,;=:@/%-]*(?:\?[^\s#]*)?$")  # an origin-form target, nothing else
+           "te", "upgrade", "transfer-encoding", "expect",
+           # what a proxy or framework behind the model server may read as another path, host or method
+           "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-prefix", "x-real-ip",
+           "x-original-url", "x-rewrite-url", "x-http-method-override", "x-http-method", "x-method-override"}  # fmt: skip
+
+# %% ../../nbs/sandbox/03r_egress.ipynb #80f82b19
+# origin-form, printable ASCII, nothing else; no ';' in the path (some servers read `/v1/..;/admin` as /admin)
+TARGET = re.compile(r"/[A-Za-z0-9._~!$&'()*+,=:@/%-]*(?:\?[!-\"$-~]*)?\Z")
+TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # an HTTP token: a header's name
+METHOD = re.compile(r"[A-Z]{1,20}\Z")
+VALUE = re.compile(r"[\t -~\x80-\xff]*\Z")  # a header's value: no control character, so no line break
+LENGTH = re.compile(r"[0-9]{1,15}\Z")
+PRINTABLE = re.compile(r"[!-~]+\Z")  # a request target: printable ASCII, no space
+
+# %% ../../nbs/sandbox/03r_egress.ipynb #c44e4d72
 MAX_HEAD = 64 << 10
+CLIENT_TIMEOUT = 60  # seconds the sandbox's side may leave a head or a body unfinished
+MAX_CONNECTIONS = 32  # at once; more are refused, so idle connections cannot pile up threads on the host
+LOG_KEEP = 10_000  # requests the log keeps, the latest
 
-
+# %% ../../nbs/sandbox/03r_egress.ipynb #b86acd11
 @dataclass
 class Head:
     "A parsed request head: the request line's parts and the headers in order."
@@ -67,16 +85,28 @@ class Head:
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #ca0e8542
 def parse_head(raw: bytes) -> Head | str:
-    "The `Head` of a request head's bytes (up to the blank line), or why it is not one."
-    try:
-        line, *rest = raw.decode("latin-1").split("\r\n")
-        method, target, version = line.split(" ")
-        headers = [tuple(s.strip() for s in h.split(":", 1)) for h in rest if h]
-    except ValueError:
-        return "a malformed request head"
-    if not version.startswith("HTTP/1.") or any(len(h) != 2 or not h[0] for h in headers):
-        return "a malformed request head"
-    return Head(method, target, version, headers)
+    """The `Head` of a request head's bytes (up to the blank line), or why it is not one. Strict, so that the server
+    behind reads the same request: lines end in CRLF only, a method is capitals, a header's name a token with no space
+    before its colon, a value holds no control character (a lone CR or LF would start another line upstream), and
+    Content-Length appears once."""
+    line, *rest = raw.decode("latin-1").split("\r\n")
+    parts = line.split(" ")
+    if (
+        len(parts) != 3
+        or not METHOD.match(parts[0])
+        or not PRINTABLE.match(parts[1])
+        or parts[2] not in ("HTTP/1.1", "HTTP/1.0")
+    ):
+        return "a malformed request line"
+    headers = []
+    for h in rest:
+        name, colon, value = h.partition(":")
+        if not (colon and TOKEN.match(name) and VALUE.match(value)):
+            return f"a malformed header line ({h[:60]!r})"
+        headers.append((name, value.strip(" \t")))
+    if sum(k.lower() == "content-length" for k, _ in headers) > 1:
+        return "Content-Length given more than once"
+    return Head(*parts, headers)
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #44b45be9
 def target_refusal(h: Head, ep: Endpoint) -> str | None:
@@ -97,7 +127,7 @@ def body_refusal(h: Head) -> str | None:
     if h.get("transfer-encoding") is not None:
         return "a chunked request body (send Content-Length)"
     n = h.get("content-length")
-    if n is not None and not n.isdigit():
+    if n is not None and not LENGTH.match(n):
         return "a malformed Content-Length"
     return None
 
@@ -166,6 +196,20 @@ def forward(conn, ep: Endpoint, add: dict, timeout: float, log: list):
         send_body(conn, up, got[1], int(h.get("content-length") or 0))
         send_back(up, conn)
 
+# %% ../../nbs/sandbox/03r_egress.ipynb #c879763b
+def serve(fwd, conn):
+    "One connection of a `ModelForwarder`: refused beyond MAX_CONNECTIONS at once, closed when the sandbox's side stalls."
+    if not fwd.slots.acquire(blocking=False):
+        fwd.log.append((time.time(), None, f"more than {MAX_CONNECTIONS} connections at once"))
+        return refuse(conn, f"more than {MAX_CONNECTIONS} connections at once")
+    try:
+        conn.settimeout(CLIENT_TIMEOUT)
+        forward(conn, fwd.ep, fwd.add, fwd.timeout, fwd.log)
+    except OSError as e:  # the model server went away, or the agent's side stalled: a closed connection
+        fwd.log.append((time.time(), None, f"connection: {type(e).__name__}"))
+    finally:
+        fwd.slots.release()
+
 # %% ../../nbs/sandbox/03r_egress.ipynb #dcb10288
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
@@ -176,17 +220,15 @@ class ModelForwarder:
     binds (`mount`), `headers` (the API key) are added on the host. A context manager; `log` lists each request."""
 
     def __init__(self, url: str, headers: dict | None = None, timeout: float = 600):
-        self.ep, self.add, self.timeout, self.log = endpoint(url), dict(headers or {}), timeout, []
+        self.ep, self.add, self.timeout, self.log = endpoint(url), dict(headers or {}), timeout, deque(maxlen=LOG_KEEP)
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.folder = Path(tempfile.mkdtemp(prefix="swecl-model-"))
         self.socket = self.folder / "model.sock"
         fwd = self
 
         class Handler(socketserver.BaseRequestHandler):
             def handle(self):
-                try:
-                    forward(self.request, fwd.ep, fwd.add, fwd.timeout, fwd.log)
-                except OSError as e:  # the model server went away: the agent sees a closed connection
-                    fwd.log.append((time.time(), None, f"upstream: {type(e).__name__}"))
+                serve(fwd, self.request)
 
         self.server = _Server(str(self.socket), Handler)
         os.chmod(self.folder, 0o755)

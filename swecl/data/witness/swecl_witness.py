@@ -19,6 +19,7 @@ import sys
 import types
 
 from hashlib import sha256
+import builtins as BUILTINS
 from os import write as os_write
 
 dumps = json.dumps
@@ -26,8 +27,10 @@ hmac_new = hmac.new
 MODULE_DICT = types.ModuleType.__dict__["__dict__"].__get__  # a module's own namespace, whatever its class says
 TYPE_DICT = type.__dict__["__dict__"].__get__  # a class's own namespace, whatever its metaclass says
 TYPE_MRO = type.__dict__["__mro__"].__get__
+TYPE_BASES = type.__dict__["__bases__"].__get__
 ModuleType = types.ModuleType
 RATCHET = b"swecl-witness-ratchet"
+__warningregistry__ = {}  # a warning whose stack level lands in the witness's frame adds it here, not a new name
 
 
 def next_key(key):
@@ -53,11 +56,11 @@ def signer(fd, path, key, token):
         if getpid() != pid:  # a forked child (multiprocessing) holds a copy of this state: it records nothing
             continue
         try:
-            caller = getframe(1).f_code
+            caller, via = getframe(2).f_code, getframe(1).f_code  # who called make_writer's `write`, which sent
             if kind is token and not fns:  # main's, once, before any project code: what each state covers
                 codes, fns, cells, ns, watched = data
                 continue
-            if (codes and idof(caller) not in codes) or kind is token:
+            if (codes and (idof(caller) not in codes or idof(via) not in codes)) or kind is token:
                 kind, data = "forged", {"kind": strof(kind)[:40], "by": strof(caller.co_filename)}
             try:  # the file: still the one at `path`, and no line in it that the witness did not write
                 st, at = fstat(fd), stat(path).st_ino
@@ -100,10 +103,18 @@ def signer(fd, path, key, token):
 
 def make_writer(path, key):
     "(write, token): write((kind, data)) appends a record; write((token, own_watch(...))) says, once, what it covers."
-    token = object()
+    import _thread
+
+    token, lock = object(), _thread.RLock()  # threads of the tests report too: one record at a time
     gen = signer(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), path, key, token)
     next(gen)
-    return gen.send, token
+    send = gen.send
+
+    def write(message):
+        with lock:
+            return send(message)
+
+    return write, token
 
 
 def read_key():
@@ -164,7 +175,13 @@ MACHINERY = (  # what runs tests and reports outcomes; the code under test has n
                   "unittest.result.TestResult.addSuccess", "unittest.result.TestResult.addFailure",
                   "unittest.result.TestResult.addError", "unittest.result.TestResult.addSkip",
                   "unittest.result.TestResult.wasSuccessful", "unittest.runner.TextTestRunner.run",
-                  "unittest.suite.TestSuite.run")),
+                  "unittest.suite.TestSuite.run", "unittest.case.TestCase._callTestMethod",
+                  "unittest.case.TestCase._callSetUp", "unittest.case.TestCase._callTearDown",
+                  "unittest.case.TestCase.subTest", "unittest.case._Outcome", "unittest.case._Outcome.testPartExecutor",
+                  "unittest.result.TestResult.addExpectedFailure", "unittest.result.TestResult.addUnexpectedSuccess",
+                  "unittest.result.TestResult.addSubTest", "unittest.runner.TextTestResult.addSuccess",
+                  "unittest.runner.TextTestResult.addFailure", "unittest.runner.TextTestResult.addError",
+                  "unittest.runner.TextTestResult.addSkip", "unittest.runner.TextTestResult.addExpectedFailure")),
     ("builtins", ("builtins.AssertionError", "builtins.Exception", "builtins.isinstance", "builtins.issubclass",
                   "builtins.print", "builtins.compile", "builtins.exec", "builtins.__import__",
                   "sys.exit", "os._exit", "os.write", "json.JSONEncoder.encode", "json.JSONEncoder.iterencode",
@@ -174,7 +191,8 @@ MACHINERY = (  # what runs tests and reports outcomes; the code under test has n
 # what each record's state covers, as well as the witness itself: the runner's running and reporting. A test may mock a
 # builtin or an assertion for its call and put it back in its teardown, after its record: those are compared at the end
 PER_RECORD = ("_pytest.", "pluggy.", "unittest.case.TestCase.run", "unittest.case.TestCase.__call__", "unittest.result.",
-              "unittest.runner.", "unittest.suite.")
+              "unittest.runner.", "unittest.suite.", "unittest.case.TestCase._call", "unittest.case._Outcome",
+              "unittest.case.TestCase.subTest")
 STDLIB = os.path.dirname(os.path.abspath(os.__file__))
 
 
@@ -204,7 +222,7 @@ class Integrity(object):
     def __init__(self, groups):
         names = [n for g, ns in MACHINERY if g in groups for n in ns]
         self.owners = tuple((n, resolve(n)) for n in names)
-        runner = set(o[2] for n, o in self.owners if o is not None and n.startswith(("_pytest.", "pluggy.")))
+        runner = set(o[2] for n, o in self.owners if o is not None and n.startswith(("_pytest.", "pluggy.", "unittest.")))
         self.modules = tuple((m, sys.modules[m]) for m in sorted(runner))  # must stay in sys.modules as they are
         # unittest is imported by the tests, not by the witness under pytest (pytester's in-process runs drop modules
         # imported after their start, and a unittest module kept alive across them changes what later tests see): its
@@ -661,25 +679,365 @@ def make_plugin(pytest, registered, collected, pyfunc_call, makereport, sessionf
     return plugin
 
 
-def watch_unittest(write, describe):
-    "Wrap TestResult's add* methods, which every result reaches (Django's parallel runner replays onto one, too)."
+def watch_unittest(write, describe, roots):
+    """Wrap TestResult's add* methods, which every result reaches, TestCase.run and TestCase.subTest. As each run begins
+    a 'method' record names the test's own function (the fingerprint of a private copy made then, which is what is
+    called) and its expected-failure mark; then the function called, whether it returned or raised, a failure passing
+    through a subtest, a stand-in on the test object, a rename, a trace or profile hook set as it ran, a run of the
+    same test inside its own, and a run that reported nothing to its result. The harness counts a pass only when these
+    agree. A report to the run's own result is recorded under the id the test had as its run began; one made to another
+    result inside a test's run (the test's own use of unittest) is not a report of it. Returns ((wrapper, original),...)."""
     outcomes = {"addSuccess": "passed", "addFailure": "failed", "addError": "failed", "addSkip": "skipped",
                 "addExpectedFailure": "xfail-marked", "addUnexpectedSuccess": "xpass-marked"}
     import unittest  # here, not at the top: a pytest run must not find unittest imported before the tests import it
 
-    base = unittest.result.TestResult
+    base, case, wrapped = unittest.result.TestResult, unittest.case.TestCase, []
+    running = {}  # id(test) -> [test, its id as its run began, the result the run reports to, whether it reported]
+    skip = unittest.case.SkipTest
+
+    def current(test, result):
+        r = running.get(id(test))
+        return r if r is not None and r[0] is test and (r[2] is None or result is r[2]) else None
 
     def wrap(name, outcome):
-        method = getattr(base, name)
+        method = TYPE_DICT(base)[name]
 
         def recorded(self, test, *args, **kw):
-            write(("phase", {"id": describe(self, test, outcome), "when": "call", "outcome": outcome}))
+            r = running.get(id(test))
+            if r is not None and r[0] is test:
+                if r[2] is None or self is r[2]:
+                    t = describe(self, test, outcome)
+                    if t != r[1]:
+                        write(("method", {"id": r[1], "event": "renamed", "fp": t[:200]}))
+                    write(("phase", {"id": r[1], "when": "call", "outcome": outcome}))
+                    r[3] = True
+            elif not running:  # outside every run: a class's or a module's setup failing, or a replayed report
+                write(("phase", {"id": describe(self, test, outcome), "when": "call", "outcome": outcome,
+                                 "outside": True}))
             return method(self, test, *args, **kw)
 
         setattr(base, name, recorded)
+        wrapped.append((recorded, method))
 
     for name, outcome in outcomes.items():
         wrap(name, outcome)
+    add_sub_test = TYPE_DICT(base)["addSubTest"]
+
+    def recorded_subtest(self, test, subtest, err):
+        r = current(test, self)
+        if err is not None and r is not None:
+            write(("method", {"id": r[1], "event": "subtest failed", "fp": ""}))
+            r[3] = True  # its failure reached the result: the test is reported, as failed
+        return add_sub_test(self, test, subtest, err)
+
+    setattr(base, "addSubTest", recorded_subtest)
+    wrapped.append((recorded_subtest, add_sub_test))
+    sub_test = TYPE_DICT(case)["subTest"]
+
+    def watched_subtest(self, *a, **kw):
+        return SubTestWatch(sub_test(self, *a, **kw), write, running.get(id(self)), self, skip)
+
+    setattr(case, "subTest", watched_subtest)
+    wrapped.append((watched_subtest, sub_test))
+    run = TYPE_DICT(case)["run"]
+
+    def watched_run(self, result=None):
+        try:
+            name = object.__getattribute__(self, "_testMethodName")
+            mine = object.__getattribute__(self, "__dict__")
+            cls = type(self)
+            fn = raw(cls, name)
+            get = getattr(type(fn), "__get__", None)
+            bound = get(fn, self, cls) if get is not None else fn
+            own = underlying(bound)
+            copy = private_copy(own)  # what is called: the function as it was when the run began
+            target = bound if copy is own else types.MethodType(copy, bound.__self__) \
+                if isinstance(bound, types.MethodType) else copy
+            marked = getattr(own, "__unittest_expecting_failure__", False) is True or \
+                getattr(cls, "__unittest_expecting_failure__", False) is True
+            t = describe(None, self)
+            had, before = name in mine, mine.get(name)
+            if had and async_to_sync_of(before, own, roots):
+                target = before  # Django runs an async test through asgiref's AsyncToSync, put on the test object
+            planned = underlying(target)
+            marks = dict(getattr(own, "__dict__", {}))
+        except Exception:
+            return run(self, result)
+        write(("method", {"id": t, "event": "start-marked" if marked else "start", "fp": fingerprint(planned),
+                          "own": fingerprint(own)}))
+        if had and target is not before:
+            write(("method", {"id": t, "event": "replaced", "fp": fingerprint(before)}))
+        if any(r[1] == t for r in list(running.values())):
+            write(("method", {"id": t, "event": "nested", "fp": ""}))
+        hooks = (sys.gettrace(), sys.getprofile())
+        if inspect_coroutine(own) and hasattr(cls, "_callMaybeAsync"):  # an async case awaits what it is given
+            called = async_called(write, t, target, hooks)
+        else:
+            def called(*a, **kw):
+                write(("method", {"id": t, "event": "call", "fp": fingerprint(underlying(target))}))
+                try:
+                    got = target(*a, **kw)
+                except BaseException:
+                    write(("method", {"id": t, "event": hooked(hooks) or "raised", "fp": ""}))
+                    raise
+                write(("method", {"id": t, "event": hooked(hooks) or "returned", "fp": ""}))
+                return got
+        try:
+            called.__dict__.update(marks)  # its skip and expected-failure marks
+            called.__name__, called.__qualname__ = name, getattr(own, "__qualname__", name)
+            called.__doc__ = getattr(own, "__doc__", None)
+        except Exception:
+            pass
+        entry, outer = [self, t, result, False], running.get(id(self))
+        mine[name], running[id(self)] = called, entry
+        try:
+            return run(self, result)
+        finally:
+            if not entry[3]:
+                write(("method", {"id": t, "event": "unreported", "fp": ""}))
+            if outer is None:
+                running.pop(id(self), None)
+            else:
+                running[id(self)] = outer
+            if mine.get(name) is called and had:
+                mine[name] = before
+            elif mine.get(name) is called:
+                del mine[name]
+
+    setattr(case, "run", watched_run)
+    wrapped.append((watched_run, run))
+    return tuple(wrapped)
+
+
+def hooked(hooks):
+    "'hooked' if a trace or profile function other than the run's first is set now (it can rewrite an assertion's locals)."
+    return "hooked" if (sys.gettrace(), sys.getprofile()) != hooks else None
+
+
+def private_copy(fn):
+    "A copy of a plain function (its code, globals, defaults, closure, marks), so that swapping the original's code after this changes nothing called."
+    if type(fn) is not FunctionType:
+        return fn
+    copy = FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__, copy.__qualname__, copy.__module__ = fn.__kwdefaults__, fn.__qualname__, fn.__module__
+    copy.__dict__.update(fn.__dict__)
+    return copy
+
+
+class SubTestWatch(object):
+    "subTest's context manager, watched: a failure passing out of the block is recorded before unittest can drop it."
+
+    def __init__(self, cm, write, entry, test, skip):
+        self.cm, self.write, self.entry, self.test, self.skip = cm, write, entry, test, skip
+
+    def __enter__(self):
+        return self.cm.__enter__()
+
+    def __exit__(self, kind, value, tb):
+        e = self.entry
+        if kind is not None and not issubclass(kind, self.skip) and e is not None and e[0] is self.test:
+            self.write(("method", {"id": e[1], "event": "subtest failed", "fp": ""}))
+        return self.cm.__exit__(kind, value, tb)
+
+
+def inspect_coroutine(fn):
+    import inspect
+
+    return inspect.iscoroutinefunction(fn)
+
+
+def async_called(write, t, target, hooks):
+    "The async twin of watched_run's `called`, for IsolatedAsyncioTestCase (3.8 on), which awaits its test method."
+    async def called():
+        write(("method", {"id": t, "event": "call", "fp": fingerprint(underlying(target))}))
+        try:
+            got = await target()
+        except BaseException:
+            write(("method", {"id": t, "event": hooked(hooks) or "raised", "fp": ""}))
+            raise
+        write(("method", {"id": t, "event": hooked(hooks) or "returned", "fp": ""}))
+        return got
+
+    return called
+
+
+def async_to_sync_of(obj, fn, roots):
+    "Whether `obj` is asgiref's AsyncToSync, installed (not the working copy's), of the test's own function `fn`."
+    kind = type(obj)
+    call = getattr(TYPE_DICT(kind).get("__call__"), "__code__", None)
+    return TYPE_DICT(kind).get("__module__") == "asgiref.sync" and kind.__name__ == "AsyncToSync" and \
+        call is not None and "asgiref" in call.co_filename and not under(call.co_filename, roots) and underlying(obj) is fn
+
+
+def underlying(obj):
+    "The function a bound method, or an AsyncToSync of one, calls (else `obj`)."
+    for _ in range(4):
+        inner = getattr(obj, "__func__", None) if isinstance(obj, types.MethodType) else getattr(obj, "awaitable", None) \
+            if type(obj).__name__ == "AsyncToSync" else None
+        if inner is None:
+            return obj
+        obj = inner
+    return obj
+
+
+UNITTEST_FILES = ("__init__", "case", "result", "runner", "suite", "loader", "main", "util", "signals", "async_case")
+SIMPLE = (type(None), bool, int, float, str, bytes)
+CLASS_FIXED = ("__dict__", "__weakref__", "__doc__", "__module__", "__qualname__")
+FunctionType, CodeType = types.FunctionType, types.CodeType
+
+
+def shipped(name, path):
+    "The namespace the standard library's own file makes as module `name`, executed afresh (its imports: live modules)."
+    with open(path, "rb") as f:
+        source = f.read()
+    ns = {"__name__": name, "__package__": "unittest", "__file__": path, "__builtins__": BUILTINS}
+    exec(compile(source, path, "exec"), ns)
+    return ns
+
+
+class Shipped(object):
+    """Compares unittest's live modules, and the classes of the tests that ran, with what the standard library's files
+    make afresh: the same code under the same names, defaults and closure contents, no method added or removed. The
+    witness's own wrappers stand for the functions they wrap."""
+
+    def __init__(self, own):
+        self.own = dict((id(w), o) for w, o in own)
+        self.keep = own  # alive for the run: an id is never another's
+
+    def changes(self, modules):
+        out = []
+        for short in UNITTEST_FILES:
+            name = "unittest" if short == "__init__" else "unittest." + short
+            live = modules.get(name)
+            if not isinstance(live, ModuleType):
+                continue
+            try:
+                out += self.module_changes(name, MODULE_DICT(live), shipped(name, os.path.join(STDLIB, "unittest",
+                                                                                               short + ".py")))
+            except Exception as e:
+                out.append("%s (it could not be compared with the standard library's: %s)" % (name, type(e).__name__))
+        return out
+
+    def module_changes(self, name, live, ns):
+        out = []
+        for k, fresh in ns.items():
+            if k.startswith("__") and k.endswith("__") and k not in ("__getattr__", "__dir__"):
+                continue
+            if not (isinstance(fresh, (FunctionType, type))):
+                continue
+            if k not in live:
+                out.append("%s.%s (removed)" % (name, k))
+            elif isinstance(fresh, type) and TYPE_DICT(fresh).get("__module__") == name and isinstance(live[k], type):
+                out += self.class_changes("%s.%s" % (name, k), live[k], fresh, ns, live)
+            elif self.unlike(live[k], fresh, ns, live, set()):
+                out.append("%s.%s" % (name, k))
+        shadows = [k for k in live if k not in ns and k in MODULE_DICT(BUILTINS) and not k.startswith("__")]
+        return out + ["%s.%s (a builtin's name)" % (name, k) for k in sorted(shadows)]
+
+    def class_changes(self, where, live, fresh, ns, mod, seen=None):
+        seen = set() if seen is None else seen
+        seen.add((id(live), id(fresh)))
+        if type(live) is not type(fresh) or live.__qualname__ != fresh.__qualname__ or \
+                TYPE_DICT(live).get("__module__") != TYPE_DICT(fresh).get("__module__"):
+            return [where]
+        lb, fb = TYPE_BASES(live), TYPE_BASES(fresh)
+        if len(lb) != len(fb) or any(self.unlike(a, b, ns, mod, seen) for a, b in zip(lb, fb)):
+            return [where + " (its bases)"]
+        ld, fd, out = TYPE_DICT(live), TYPE_DICT(fresh), []
+        for k, v in fd.items():
+            if k in CLASS_FIXED:
+                continue
+            if k not in ld:
+                out.append("%s.%s (removed)" % (where, k))
+            elif self.unlike(ld[k], v, ns, mod, seen):
+                out.append("%s.%s" % (where, k))
+        return out + ["%s.%s (added)" % (where, k) for k in ld if k not in fd and callable(ld[k])]
+
+    def unlike(self, live, fresh, ns, mod, seen):
+        "Whether `live` is not what `fresh`, made by the shipped source (`ns`), is; `mod` the live module's namespace."
+        live = self.own.get(id(live), live)
+        key = (id(live), id(fresh))
+        if key in seen:
+            return False  # being compared further up
+        seen.add(key)
+        kind = type(fresh)
+        if kind in (staticmethod, classmethod):
+            return type(live) is not kind or self.unlike(live.__func__, fresh.__func__, ns, mod, seen)
+        if kind is property:
+            return type(live) is not property or any(
+                self.unlike(getattr(live, a), getattr(fresh, a), ns, mod, seen) for a in ("fget", "fset", "fdel"))
+        if kind is FunctionType:
+            if live is fresh:  # imported from another module, where it is compared
+                return False
+            if type(live) is not FunctionType or type(live.__code__) is not CodeType or live.__code__ != fresh.__code__:
+                return True
+            if fresh.__globals__ is ns and live.__globals__ is not mod:
+                return True
+            if fresh.__globals__ is not ns and not globals_alike(live.__globals__, fresh.__globals__):
+                return True  # made here by another module's code (a decorator's wrapper, a namedtuple's method)
+            return self.values_unlike(live.__defaults__, fresh.__defaults__, ns, mod, seen) or \
+                self.values_unlike(tuple(sorted((live.__kwdefaults__ or {}).items())),
+                                   tuple(sorted((fresh.__kwdefaults__ or {}).items())), ns, mod, seen) or \
+                self.values_unlike(cells(live), cells(fresh), ns, mod, seen)
+        if isinstance(fresh, type):
+            if TYPE_DICT(fresh).get("__module__") != ns["__name__"]:
+                return live is not fresh
+            if fresh.__qualname__ == fresh.__name__:  # one of the module's own classes, compared under its name there
+                return live is not mod.get(fresh.__name__)
+            return not isinstance(live, type) or bool(self.class_changes("", live, fresh, ns, mod, seen))
+        if fresh is None or kind in SIMPLE or kind is tuple:
+            return False  # a setting or a constant: no code of the runner
+        return False  # another object (a sentinel, a registry): state, not code
+
+    def values_unlike(self, a, b, ns, mod, seen):
+        if (a is None) != (b is None):
+            return True
+        if a is None:
+            return False
+        if len(a) != len(b):
+            return True
+        for x, y in zip(a, b):
+            if type(y) in SIMPLE:
+                if type(x) is not type(y) or x != y:
+                    return True
+            elif type(y) is tuple:
+                if type(x) is not tuple or self.values_unlike(x, y, ns, mod, seen):
+                    return True
+            elif isinstance(y, (FunctionType, type, staticmethod, classmethod, property)):
+                if self.unlike(x, y, ns, mod, seen):
+                    return True
+        return False
+
+
+EMPTY = ("<empty cell>",)
+
+
+def globals_alike(a, b):
+    "Whether two functions' globals are one namespace, or two alike that a module function made (namedtuple's)."
+    if a is b:
+        return True
+    if type(a) is not dict or type(b) is not dict or set(a) != set(b) or b.get("__name__") in (None, "unittest"):
+        return False
+    made = str(b.get("__name__")).startswith("namedtuple_")  # namedtuple's own: it holds the class (3.6), or __new__
+    for k, y in b.items():
+        x = a[k]
+        if not (x is y or type(y) in SIMPLE and type(x) is type(y) and x == y or
+                type(y) is dict and type(x) is dict and not x and not y or
+                made and isinstance(y, type) and isinstance(x, type) and x.__qualname__ == y.__qualname__ or
+                made and type(y) is FunctionType and type(x) is FunctionType and x.__code__ == y.__code__):
+            return False
+    return True
+
+
+def cells(fn):
+    "A function's closure contents, in order (an empty cell as EMPTY)."
+    out = []
+    for c in fn.__closure__ or ():
+        try:
+            out.append(c.cell_contents)
+        except ValueError:
+            out.append(EMPTY)
+    return tuple(out)
 
 
 def unittest_description(result, test, outcome="passed"):
@@ -821,8 +1179,7 @@ def main():
     if kind != "sympy":  # sympy's runner is the project's own code, put back as at the base commit by the guard
         runner.bootstrap(PYTEST_MODULES, LAZY) if kind == "pytest" else runner.bootstrap(("unittest",))
     groups = ("pytest", "unittest", "builtins") if kind == "pytest" else ("unittest", "builtins")
-    if kind == "unittest":
-        watch_unittest(write, unittest_description)
+    shipped_unittest = Shipped(watch_unittest(write, unittest_description, roots) if kind == "unittest" else ())
     sympy = SympyRunner(write) if kind == "sympy" else None
     if sympy is not None:
         sys.meta_path.insert(0, sympy)
@@ -840,7 +1197,8 @@ def main():
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     finally:
-        late = integrity.late_changes() + (sympy.changed() if sympy is not None else [])
+        late = integrity.late_changes() + shipped_unittest.changes(sys.modules)
+        late = list(dict.fromkeys(late + (sympy.changed() if sympy is not None else [])))
         sys.stdout.flush()
         sys.stderr.flush()
         write(("end", {"exit": code if isinstance(code, int) else 1, "machinery": integrity.now(), "late": late,
