@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +20,8 @@ from ..sandbox.egress import ModelForwarder, relayed_command
 from ..sandbox.sandbox import PatchTooLarge
 
 # %% auto #0
-__all__ = ['KEY_HEADERS', 'ANTHROPIC_URL', 'MAX_OUT_BYTES', 'OUT', 'TOOLS', 'model_endpoint', 'read_out', 'Launch',
-           'run_external', 'issue_text', 'agent_prompt', 'external_result']
+__all__ = ['KEY_HEADERS', 'ANTHROPIC_URL', 'MAX_OUT_BYTES', 'OUT', 'TOOLS', 'model_endpoint', 'read_out', 'usage_of', 'CostMeter',
+           'Launch', 'run_external', 'issue_text', 'agent_prompt', 'external_result']
 
 # %% ../../nbs/agents/15a_external.ipynb #472b96e5
 KEY_HEADERS = {  # model kind -> (the key's environment variable, the header the provider reads, its form)
@@ -49,6 +50,35 @@ def read_out(folder: Path, name: str) -> bytes | None:
     "A file the agent wrote into its out folder: a regular file, no link followed, at most `MAX_OUT_BYTES`; None otherwise."
     return owned_bytes(folder / name, MAX_OUT_BYTES)
 
+# %% ../../nbs/agents/15a_external.ipynb #93db0d75
+def usage_of(u: dict | None) -> Usage:
+    "swecl's `Usage` of a response's usage, OpenAI's (`prompt_tokens`, cached apart) or Anthropic's (`input_tokens`)."
+    u = u or {}
+    cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens") or u.get("cache_read_input_tokens") or 0
+    prompt = u.get("prompt_tokens")
+    return Usage(input=max(prompt - cached, 0) if prompt is not None else u.get("input_tokens") or 0,
+                 output=u.get("completion_tokens") or u.get("output_tokens") or 0,
+                 cache_creation=u.get("cache_creation_input_tokens") or 0, cache_read=cached)  # fmt: skip
+
+# %% ../../nbs/agents/15a_external.ipynb #69bc5a56
+class CostMeter:
+    "The attempt's spend as the forwarder sees it, priced by `model`: past `max_cost`, the next request is refused."
+
+    def __init__(self, model, max_cost: float):
+        self.model, self.max_cost, self.usage, self.spent = model, max_cost, Usage(), False
+        self.lock = threading.Lock()  # the forwarder serves connections in threads
+
+    def add(self, u: dict | None):
+        with self.lock:
+            self.usage = self.usage + usage_of(u)
+
+    def refusal(self) -> str | None:
+        cost = self.model.cost(self.usage)
+        if cost is None or cost < self.max_cost:
+            return None
+        self.spent = True
+        return f"the attempt's max_cost of ${self.max_cost:g} is spent (${cost:.6g})"
+
 # %% ../../nbs/agents/15a_external.ipynb #e3732a6c
 @dataclass
 class Launch:
@@ -59,24 +89,28 @@ class Launch:
     tools: Path
 
 
-def run_external(session, launch: Launch, model, seconds: float, wanted=(), max_output: int = 1 << 20):
-    """(RunResult, {name: bytes or None}) of one run of an agent in `session`: tools read-only, the model forwarded,
-    `/swecl-out` its own; the `wanted` files of its out folder are read (`read_out`) and the folder removed."""
+def run_external(
+    session, launch: Launch, model, seconds: float, wanted=(), max_output: int = 1 << 20, max_cost: float | None = None
+):
+    """(RunResult, {name: bytes or None}, whether `max_cost` was spent) of one run of an agent in `session`: tools
+    read-only, the model forwarded (its requests refused once `max_cost` is spent, priced by `model`), `/swecl-out` its
+    own; the `wanted` files of its out folder are read (`read_out`) and the folder removed."""
     if getattr(session, "kind", None) != "local":
         raise SandboxError("External agents run in the local sandbox (bubblewrap) only; use --sandbox local.")
     url, _, headers = model_endpoint(model)
     out = Path(tempfile.mkdtemp(prefix="swecl-agent-out-"))
     os.chmod(out, 0o777)  # the sandbox's unprivileged user writes its transcript there
     try:
-        with ModelForwarder(url, headers, timeout=seconds) as fwd:
+        meter = CostMeter(model, max_cost) if max_cost is not None else None
+        with ModelForwarder(url, headers, timeout=seconds, meter=meter) as fwd:
             mounts = [*fwd.mount(), (launch.tools, TOOLS, False), (out, OUT, True)]
             r = session.run(relayed_command(launch.command), timeout=seconds, max_output=max_output,
                             input=launch.stdin, extra_mounts=mounts)  # fmt: skip
-        return r, {name: read_out(out, name) for name in wanted}
+        return r, {name: read_out(out, name) for name in wanted}, bool(meter and meter.spent)
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
-# %% ../../nbs/agents/15a_external.ipynb #04e0ff06
+# %% ../../nbs/agents/15a_external.ipynb #99e4350d
 def issue_text(task) -> str:
     "The task as any agent gets it: the issue, the repository and commit, the hints; how to finish is the agent's own."
     hints = (
@@ -90,7 +124,7 @@ def agent_prompt(task, memory_context: str | None) -> str:
     "The task as an external agent gets it: the memory's experience block first, when there is one, as swecl's loop does."
     return (f"{memory_context}\n\n" if memory_context else "") + issue_text(task)
 
-
+# %% ../../nbs/agents/15a_external.ipynb #480e825a
 def external_result(task, session, model, run_facts: dict, records: list, trajectory, t0: float) -> AgentResult:
     "The `AgentResult` of an external run (its patch the session's diff, its tokens priced by `model`) with swecl's trajectory records written."
     traj = Trajectory(trajectory)

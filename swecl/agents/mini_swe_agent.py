@@ -116,15 +116,15 @@ def run_mini_swe_agent(
     "mini-swe-agent on `task` in `session` until it submits or a limit ends it; the patch is the session's diff."
     cfg, t0 = config or AgentConfig(), time.time()
     seconds = (cfg.max_seconds or 3600) + 60  # its own wall-clock limit first; the sandbox's a minute later
-    r, files = run_external(
-        session, launch(task, model, cfg, memory_context, model_kwargs), model, seconds, ["trajectory.json"]
-    )
+    job = launch(task, model, cfg, memory_context, model_kwargs)
+    r, files, spent = run_external(session, job, model, seconds, ["trajectory.json"], max_cost=cfg.max_cost)
     raw = files["trajectory.json"]
     try:
         data = json.loads(raw) if raw else None
     except ValueError:
         data = None
     records, facts = transcript_records(data, task, model, cfg, t0)
-    facts["exit_reason"] = "time_limit" if r.timed_out else facts["exit_reason"]
+    # the forwarder's refusal once the budget is spent reaches mini-swe-agent as a model error: it was the limit
+    facts["exit_reason"] = "time_limit" if r.timed_out else "cost_limit" if spent else facts["exit_reason"]
     facts["log"] = r.output
     return external_result(task, session, model, facts, records, trajectory, t0)

@@ -5,6 +5,7 @@
 # %% ../../nbs/sandbox/03r_egress.ipynb #e9fd93a2
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -24,9 +25,10 @@ from ..base.core import SandboxError, package_file
 
 # %% auto #0
 __all__ = ['DROPPED', 'TARGET', 'TOKEN', 'METHOD', 'VALUE', 'LENGTH', 'PRINTABLE', 'MAX_HEAD', 'CLIENT_TIMEOUT',
-           'MAX_CONNECTIONS', 'LOG_KEEP', 'MODEL_FOLDER', 'MODEL_PORT', 'RELAY', 'Endpoint', 'endpoint', 'Head',
-           'parse_head', 'target_refusal', 'body_refusal', 'forwarded_head', 'read_head', 'refuse', 'upstream',
-           'send_body', 'send_back', 'forward', 'serve', 'ModelForwarder', 'inside_url', 'relayed_command']
+           'MAX_CONNECTIONS', 'LOG_KEEP', 'METERED', 'MODEL_FOLDER', 'MODEL_PORT', 'RELAY', 'Endpoint', 'endpoint',
+           'Head', 'parse_head', 'target_refusal', 'body_refusal', 'forwarded_head', 'read_head', 'refuse', 'upstream',
+           'send_body', 'send_back', 'dechunked', 'response_usage', 'forward', 'serve', 'ModelForwarder', 'inside_url',
+           'relayed_command']
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #d8c7abf7
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ MAX_HEAD = 64 << 10
 CLIENT_TIMEOUT = 60  # seconds the sandbox's side may leave a head or a body unfinished
 MAX_CONNECTIONS = 32  # at once; more are refused, so idle connections cannot pile up threads on the host
 LOG_KEEP = 10_000  # requests the log keeps, the latest
+METERED = 32 << 20  # bytes of a response kept to read its usage from, when a meter counts the budget
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #b86acd11
 @dataclass
@@ -108,7 +111,7 @@ def parse_head(raw: bytes) -> Head | str:
         return "Content-Length given more than once"
     return Head(*parts, headers)
 
-# %% ../../nbs/sandbox/03r_egress.ipynb #44b45be9
+# %% ../../nbs/sandbox/03r_egress.ipynb #c3d587b4
 def target_refusal(h: Head, ep: Endpoint) -> str | None:
     "Why the request's target does not lie under the endpoint's path (None: it does)."
     path = h.target.split("?", 1)[0]
@@ -121,7 +124,7 @@ def target_refusal(h: Head, ep: Endpoint) -> str | None:
         return f"the path {path[:80]} is not under the model server's {ep.path or '/'}"
     return None
 
-
+# %% ../../nbs/sandbox/03r_egress.ipynb #5f913afc
 def body_refusal(h: Head) -> str | None:
     "Why the request's body cannot be forwarded as one request (None: its length is known)."
     if h.get("transfer-encoding") is not None:
@@ -159,7 +162,7 @@ def refuse(conn, why: str):
     conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
                  + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)  # fmt: skip
 
-# %% ../../nbs/sandbox/03r_egress.ipynb #eebef4be
+# %% ../../nbs/sandbox/03r_egress.ipynb #7bb06240
 def upstream(ep: Endpoint, timeout: float):
     "A connection to the endpoint (TLS for https, its certificate checked)."
     s = socket.create_connection((ep.host, ep.port), timeout=timeout)
@@ -174,27 +177,65 @@ def send_body(conn, up, rest: bytes, n: int):
         up.sendall(data)
         left -= len(data)
 
-
-def send_back(up, conn):
-    "The response, byte for byte, until the server closes (it was asked to)."
+# %% ../../nbs/sandbox/03r_egress.ipynb #399dd9f5
+def send_back(up, conn, keep: int = 0) -> bytes:
+    "The response, byte for byte, until the server closes (it was asked to); its first `keep` bytes are returned."
+    kept = b""
     while data := up.recv(1 << 16):
         conn.sendall(data)
+        kept += data[: max(keep - len(kept), 0)]
+    return kept
+
+# %% ../../nbs/sandbox/03r_egress.ipynb #59323d37
+def dechunked(body: bytes) -> bytes:
+    "A chunked transfer-encoded body's content (as much as is whole)."
+    out = b""
+    while body:
+        size, _, rest = body.partition(b"\r\n")
+        try:
+            n = int(size.split(b";")[0], 16)
+        except ValueError:
+            break
+        if n == 0:
+            break
+        out, body = out + rest[:n], rest[n + 2 :]
+    return out
+
+# %% ../../nbs/sandbox/03r_egress.ipynb #d4603446
+def response_usage(raw: bytes) -> dict | None:
+    """The token usage a model server's response reports (an OpenAI or an Anthropic JSON body, or a stream of
+    server-sent events, its usages merged: Anthropic's gives the input first, the output last), or None."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    if b"transfer-encoding: chunked" in head.lower():
+        body = dechunked(body)
+    found = None
+    for text in [body, *(l[5:] for l in body.splitlines() if l.startswith(b"data:"))]:
+        try:
+            d = json.loads(text)
+        except ValueError:
+            continue
+        u = d.get("usage") or (d.get("message") or {}).get("usage") if isinstance(d, dict) else None
+        found = {**(found or {}), **u} if isinstance(u, dict) else found
+    return found
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #13c38b3e
-def forward(conn, ep: Endpoint, add: dict, timeout: float, log: list):
-    "Serve one connection: one request checked, rewritten and sent to the endpoint, its response sent back."
+def forward(conn, ep: Endpoint, add: dict, timeout: float, log: list, meter=None):
+    """Serve one connection: one request checked, rewritten and sent to the endpoint, its response sent back. A `meter`
+    (`refusal()`, `add(usage)`) refuses a request once the attempt's budget is spent and counts each response's tokens."""
     got = read_head(conn)
     if got == "":  # a connection closed unused (the relay's readiness probe): nothing to log
         return
     h = got if isinstance(got, str) else parse_head(got[0])
-    why = h if isinstance(h, str) else target_refusal(h, ep) or body_refusal(h)
+    why = h if isinstance(h, str) else target_refusal(h, ep) or body_refusal(h) or (meter and meter.refusal())
     log.append((time.time(), None if isinstance(h, str) else f"{h.method} {h.target[:200]}", why))
     if why:
         return refuse(conn, why)
     with upstream(ep, timeout) as up:
         up.sendall(forwarded_head(h, ep, add))
         send_body(conn, up, got[1], int(h.get("content-length") or 0))
-        send_back(up, conn)
+        kept = send_back(up, conn, METERED if meter is not None else 0)
+    if meter is not None:
+        meter.add(response_usage(kept))
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #c879763b
 def serve(fwd, conn):
@@ -204,24 +245,24 @@ def serve(fwd, conn):
         return refuse(conn, f"more than {MAX_CONNECTIONS} connections at once")
     try:
         conn.settimeout(CLIENT_TIMEOUT)
-        forward(conn, fwd.ep, fwd.add, fwd.timeout, fwd.log)
+        forward(conn, fwd.ep, fwd.add, fwd.timeout, fwd.log, fwd.meter)
     except OSError as e:  # the model server went away, or the agent's side stalled: a closed connection
         fwd.log.append((time.time(), None, f"connection: {type(e).__name__}"))
     finally:
         fwd.slots.release()
 
-# %% ../../nbs/sandbox/03r_egress.ipynb #dcb10288
+# %% ../../nbs/sandbox/03r_egress.ipynb #da65f0d1
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
-
+# %% ../../nbs/sandbox/03r_egress.ipynb #2b525a7c
 class ModelForwarder:
     """A unix socket in a folder of its own whose every connection reaches `url` only: the folder is what a sandbox
     binds (`mount`), `headers` (the API key) are added on the host. A context manager; `log` lists each request."""
 
-    def __init__(self, url: str, headers: dict | None = None, timeout: float = 600):
+    def __init__(self, url: str, headers: dict | None = None, timeout: float = 600, meter=None):
         self.ep, self.add, self.timeout, self.log = endpoint(url), dict(headers or {}), timeout, deque(maxlen=LOG_KEEP)
-        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.slots, self.meter = threading.BoundedSemaphore(MAX_CONNECTIONS), meter
         self.folder = Path(tempfile.mkdtemp(prefix="swecl-model-"))
         self.socket = self.folder / "model.sock"
         fwd = self
