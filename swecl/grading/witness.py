@@ -323,6 +323,7 @@ BAD_EVENTS = {  # what a run's records may say of a test besides its call, each 
     "replaced": "its test object held another function under its name",
     "renamed": "its test object was renamed as it ran",
     "hooked": "a trace or profile function was set as it ran",
+    "reported elsewhere": "it was reported passed by code that is not unittest's run of it",
 }
 WHOLE_ID = {  # what one run shows of every report under its id, whenever that came
     "unreported": "a run of it reported nothing to its result",
@@ -343,17 +344,22 @@ def run_seen(seen: dict, d: dict):
         seen[t]["how"] = e
     elif t in seen and e == "subtest failed":
         seen[t]["sub"] = True
-    elif t in seen and e not in WHOLE_ID:
+    elif t in seen and e not in WHOLE_ID and e != "loaded":
         seen[t]["bad"].append(BAD_EVENTS.get(e, f"its run recorded {e[:40]!r}"))
 
 # %% ../../nbs/grading/04h_witness.ipynb #467a0fe9
-def pass_doubts(s: dict | None, d: dict) -> list:
-    "Why a reported pass or expected failure (`d`, a phase) is not what its run (`s`, from `run_seen`) showed."
+def pass_doubts(s: dict | None, d: dict, loaded: set | None = None) -> list:
+    """Why a reported pass or expected failure (`d`, a phase) is not what its run (`s`, from `run_seen`) showed;
+    `loaded`: the functions its test objects had as they were made."""
     said = "passed" if d["outcome"] == "passed" else "an expected failure"
     if s is None or d.get("outside") is True:
         return [f"it was reported {said} outside unittest's run of it"]
     bad = s["bad"] + ["one of its subtests failed"] * (s["sub"] and d["outcome"] == "passed")
     bad += ["two of its runs began with different functions"] * (len(s["starts"]) > 1)
+    bad += ["its test objects were made with different functions"] * (len(loaded or ()) > 1)
+    bad += ["its run began with another function than the one it was loaded with"] * bool(
+        loaded and not s["starts"] <= loaded
+    )
     if s["call"] is None:
         return [*bad, f"its test method was never called, yet it was reported {said}"]
     if s["call"] != s["fp"]:
@@ -372,14 +378,16 @@ def method_taints(g: dict, taint: dict):
     it raised, and the test is marked so), with no subtest failing, no other function on the test object and no rename;
     and no run of that id reported nothing or ran inside another."""
     seen, records = {}, sorted([(s, "method", d) for s, d in g["method"]] + [(s, "phase", d) for s, d in g["phase"]])
-    whole = {}
+    whole, loaded = {}, {}
     for _, kind, d in records:
-        if kind == "method":
+        if kind == "method" and d["event"] == "loaded":
+            loaded.setdefault(d["id"], set()).add(str(d.get("own")))
+        elif kind == "method":
             run_seen(seen, d)
             if d["event"] in WHOLE_ID:
                 whole.setdefault(d["id"], []).append(WHOLE_ID[d["event"]])
         elif d["outcome"] in ("passed", "xfail-marked"):
-            taint.setdefault(d["id"], []).extend(pass_doubts(seen.get(d["id"]), d))
+            taint.setdefault(d["id"], []).extend(pass_doubts(seen.get(d["id"]), d, loaded.get(d["id"])))
     for t, why in whole.items():
         if any(p["id"] == t and p["outcome"] in ("passed", "xfail-marked") for _, p in g["phase"]):
             taint.setdefault(t, []).extend(why)

@@ -16,6 +16,7 @@ import hmac
 import json
 import os
 import sys
+import functools
 import types
 
 from hashlib import sha256
@@ -709,6 +710,8 @@ def watch_unittest(write, describe, roots):
                     t = describe(self, test, outcome)
                     if t != r[1]:
                         write(("method", {"id": r[1], "event": "renamed", "fp": t[:200]}))
+                    if outcome in ("passed", "xfail-marked") and not from_run(sys._getframe(1), test, reporters):
+                        write(("method", {"id": r[1], "event": "reported elsewhere", "fp": ""}))
                     write(("phase", {"id": r[1], "when": "call", "outcome": outcome}))
                     r[3] = True
             elif not running:  # outside every run: a class's or a module's setup failing, or a replayed report
@@ -740,6 +743,27 @@ def watch_unittest(write, describe, roots):
     setattr(case, "subTest", watched_subtest)
     wrapped.append((watched_subtest, sub_test))
     run = TYPE_DICT(case)["run"]
+    reporters = tuple(c for c in (getattr(run, "__code__", None),
+                                  getattr(TYPE_DICT(case).get("_addExpectedFailure"), "__code__", None)) if c is not None)
+    init = TYPE_DICT(case)["__init__"]
+
+    def watched_init(self, *a, **kw):
+        init(self, *a, **kw)
+        try:  # the function each test has as it is loaded: every run of it must begin with that one
+            name, cls = object.__getattribute__(self, "_testMethodName"), type(self)
+            fn = raw(cls, name)
+            if fn is not None:
+                get = getattr(type(fn), "__get__", None)
+                own = underlying(get(fn, self, cls) if get is not None else fn)
+                write(("method", {"id": describe(None, self), "event": "loaded", "fp": "", "own": fingerprint(own)}))
+        except Exception:
+            pass
+
+    setattr(case, "__init__", watched_init)
+    wrapped.append((watched_init, init))
+    for owner, name in ((sys, "settrace"), (sys, "setprofile")) + tuple(
+            (m, n) for m in [sys.modules.get("threading")] if m is not None for n in ("settrace", "setprofile")):
+        wrapped_hook(owner, name, write, running)
 
     def watched_run(self, result=None):
         try:
@@ -751,8 +775,8 @@ def watch_unittest(write, describe, roots):
             bound = get(fn, self, cls) if get is not None else fn
             own = underlying(bound)
             copy = private_copy(own)  # what is called: the function as it was when the run began
-            target = bound if copy is own else types.MethodType(copy, bound.__self__) \
-                if isinstance(bound, types.MethodType) else copy
+            target = types.MethodType(copy, bound.__self__) if isinstance(bound, types.MethodType) and \
+                bound.__func__ is own else copy if bound is own else bound  # a partial's stays as it is
             marked = getattr(own, "__unittest_expecting_failure__", False) is True or \
                 getattr(cls, "__unittest_expecting_failure__", False) is True
             t = describe(None, self)
@@ -807,6 +831,38 @@ def watch_unittest(write, describe, roots):
     setattr(case, "run", watched_run)
     wrapped.append((watched_run, run))
     return tuple(wrapped)
+
+
+def from_run(frame, test, reporters):
+    "Whether a report of `test` comes from unittest's own run of it, through result methods (`add...`) only."
+    for _ in range(12):
+        if frame is None:
+            return False
+        code = frame.f_code
+        if any(code is c for c in reporters):
+            return frame.f_locals.get("self") is test
+        if not code.co_name.startswith("add"):
+            return False
+        frame = frame.f_back
+    return False
+
+
+def wrapped_hook(owner, name, write, running):
+    "sys.settrace and its kin, wrapped: each test running as a trace or profile function is set is recorded 'hooked'."
+    original = getattr(owner, name, None)
+    if original is None:
+        return
+
+    current = getattr(owner, name.replace("set", "get", 1), None)
+
+    def set_hook(*a, **kw):
+        if a and current is not None and a[0] is current():  # put back as it was (doctest does): no new hook
+            return original(*a, **kw)
+        for r in list(running.values()):
+            write(("method", {"id": r[1], "event": "hooked", "fp": ""}))
+        return original(*a, **kw)
+
+    setattr(owner, name, set_hook)
 
 
 def hooked(hooks):
@@ -870,10 +926,10 @@ def async_to_sync_of(obj, fn, roots):
 
 
 def underlying(obj):
-    "The function a bound method, or an AsyncToSync of one, calls (else `obj`)."
+    "The function a bound method, a partial (partialmethod's), or an AsyncToSync of one, calls (else `obj`)."
     for _ in range(4):
         inner = getattr(obj, "__func__", None) if isinstance(obj, types.MethodType) else getattr(obj, "awaitable", None) \
-            if type(obj).__name__ == "AsyncToSync" else None
+            if type(obj).__name__ == "AsyncToSync" else obj.func if isinstance(obj, functools.partial) else None
         if inner is None:
             return obj
         obj = inner
