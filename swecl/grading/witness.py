@@ -344,7 +344,7 @@ def run_seen(seen: dict, d: dict):
         seen[t]["how"] = e
     elif t in seen and e == "subtest failed":
         seen[t]["sub"] = True
-    elif t in seen and e not in WHOLE_ID and e != "loaded":
+    elif t in seen and e not in WHOLE_ID and not e.startswith("loaded"):
         seen[t]["bad"].append(BAD_EVENTS.get(e, f"its run recorded {e[:40]!r}"))
 
 # %% ../../nbs/grading/04h_witness.ipynb #467a0fe9
@@ -357,18 +357,20 @@ def pass_doubts(s: dict | None, d: dict, loaded: set | None = None) -> list:
     bad = s["bad"] + ["one of its subtests failed"] * (s["sub"] and d["outcome"] == "passed")
     bad += ["two of its runs began with different functions"] * (len(s["starts"]) > 1)
     bad += ["its test objects were made with different functions"] * (len(loaded or ()) > 1)
+    bad += ["no test object was made under its id"] * (loaded is not None and not loaded)
     bad += ["its run began with another function than the one it was loaded with"] * bool(
-        loaded and not s["starts"] <= loaded
+        loaded and not s["starts"] <= {own for own, _ in loaded}
     )
+    marked = s["marked"] and bool(loaded) and all(m for _, m in loaded)  # marked as it was made, not only later
     if s["call"] is None:
         return [*bad, f"its test method was never called, yet it was reported {said}"]
     if s["call"] != s["fp"]:
         return [*bad, f"the function its run called is not its own test method, yet it was reported {said}"]
     if d["outcome"] == "passed" and s["how"] != "returned":
         return [*bad, f"its test method {s['how'] or 'did not return'}, yet it was reported passed"]
-    if d["outcome"] == "xfail-marked" and (s["how"] != "raised" or not s["marked"]):
-        marked = "is" if s["marked"] else "is not"
-        return [*bad, f"it was reported {said}, but its method {s['how'] or 'did not end'} and {marked} marked so"]
+    if d["outcome"] == "xfail-marked" and (s["how"] != "raised" or not marked):
+        so = "is" if marked else "is not"
+        return [*bad, f"it was reported {said}, but its method {s['how'] or 'did not end'} and {so} marked so"]
     return bad
 
 # %% ../../nbs/grading/04h_witness.ipynb #dbd6310d
@@ -380,14 +382,14 @@ def method_taints(g: dict, taint: dict):
     seen, records = {}, sorted([(s, "method", d) for s, d in g["method"]] + [(s, "phase", d) for s, d in g["phase"]])
     whole, loaded = {}, {}
     for _, kind, d in records:
-        if kind == "method" and d["event"] == "loaded":
-            loaded.setdefault(d["id"], set()).add(str(d.get("own")))
+        if kind == "method" and d["event"].startswith("loaded"):  # the mark rides with the function it was made with
+            loaded.setdefault(d["id"], set()).add((str(d.get("own")), d["event"] == "loaded-marked"))
         elif kind == "method":
             run_seen(seen, d)
             if d["event"] in WHOLE_ID:
                 whole.setdefault(d["id"], []).append(WHOLE_ID[d["event"]])
         elif d["outcome"] in ("passed", "xfail-marked"):
-            taint.setdefault(d["id"], []).extend(pass_doubts(seen.get(d["id"]), d, loaded.get(d["id"])))
+            taint.setdefault(d["id"], []).extend(pass_doubts(seen.get(d["id"]), d, loaded.get(d["id"], set())))
     for t, why in whole.items():
         if any(p["id"] == t and p["outcome"] in ("passed", "xfail-marked") for _, p in g["phase"]):
             taint.setdefault(t, []).extend(why)

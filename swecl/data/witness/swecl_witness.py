@@ -755,15 +755,19 @@ def watch_unittest(write, describe, roots):
             if fn is not None:
                 get = getattr(type(fn), "__get__", None)
                 own = underlying(get(fn, self, cls) if get is not None else fn)
-                write(("method", {"id": describe(None, self), "event": "loaded", "fp": "", "own": fingerprint(own)}))
+                marked = getattr(own, "__unittest_expecting_failure__", False) is True or \
+                    getattr(cls, "__unittest_expecting_failure__", False) is True
+                write(("method", {"id": describe(None, self), "event": "loaded-marked" if marked else "loaded",
+                                  "fp": "", "own": fingerprint(own)}))
         except Exception:
             pass
 
     setattr(case, "__init__", watched_init)
     wrapped.append((watched_init, init))
-    for owner, name in ((sys, "settrace"), (sys, "setprofile")) + tuple(
-            (m, n) for m in [sys.modules.get("threading")] if m is not None for n in ("settrace", "setprofile")):
-        wrapped_hook(owner, name, write, running)
+    for module, name in HOOK_SETTERS:
+        owner = getattr(sys, "monitoring", None) if module == "sys.monitoring" else sys.modules.get(module)
+        if owner is not None:
+            wrapped_hook(owner, name, write, running)
 
     def watched_run(self, result=None):
         try:
@@ -793,7 +797,9 @@ def watch_unittest(write, describe, roots):
             write(("method", {"id": t, "event": "replaced", "fp": fingerprint(before)}))
         if any(r[1] == t for r in list(running.values())):
             write(("method", {"id": t, "event": "nested", "fp": ""}))
-        hooks = (sys.gettrace(), sys.getprofile())
+        hooks = hooks_now()
+        if any(h is not None for h in hooks):  # set before the run began, by code under test imported earlier
+            write(("method", {"id": t, "event": "hooked", "fp": ""}))
         if inspect_coroutine(own) and hasattr(cls, "_callMaybeAsync"):  # an async case awaits what it is given
             called = async_called(write, t, target, hooks)
         else:
@@ -834,17 +840,34 @@ def watch_unittest(write, describe, roots):
 
 
 def from_run(frame, test, reporters):
-    "Whether a report of `test` comes from unittest's own run of it, through result methods (`add...`) only."
-    for _ in range(12):
+    """Whether a report of `test` comes from unittest's own run of it: up the stack, the standard library's own
+    TestCase.run (or _addExpectedFailure) of `test`, with no frame of the test's own methods (its setUp, tearDown, a
+    cleanup, its test method) or of unittest's other code (which calls them) in between."""
+    for _ in range(40):
         if frame is None:
             return False
-        code = frame.f_code
+        code, local = frame.f_code, frame.f_locals
         if any(code is c for c in reporters):
-            return frame.f_locals.get("self") is test
-        if not code.co_name.startswith("add"):
+            return local.get("self") is test
+        if local.get("self") is test or any(v is test for v in local.values()) and code.co_filename == CASE_FILE:
             return False
         frame = frame.f_back
     return False
+
+
+CASE_FILE = os.path.join(STDLIB, "unittest", "case.py")
+HOOK_SETTERS = (("sys", "settrace"), ("sys", "setprofile"), ("sys", "_settraceallthreads"),
+                ("sys", "_setprofileallthreads"), ("threading", "settrace"), ("threading", "setprofile"),
+                ("threading", "settrace_all_threads"), ("threading", "setprofile_all_threads"),
+                ("sys.monitoring", "use_tool_id"), ("sys.monitoring", "register_callback"),
+                ("sys.monitoring", "set_events"), ("sys.monitoring", "set_local_events"))
+
+
+def hooks_now():
+    "The trace and profile functions set now, and the sys.monitoring tools in use (3.12 on)."
+    mon = getattr(sys, "monitoring", None)
+    tools = tuple(mon.get_tool(i) for i in range(6)) if mon is not None else ()
+    return (sys.gettrace(), sys.getprofile()) + tools
 
 
 def wrapped_hook(owner, name, write, running):
@@ -853,7 +876,7 @@ def wrapped_hook(owner, name, write, running):
     if original is None:
         return
 
-    current = getattr(owner, name.replace("set", "get", 1), None)
+    current = getattr(owner, name.replace("set", "get", 1), None) if name in ("settrace", "setprofile") else None
 
     def set_hook(*a, **kw):
         if a and current is not None and a[0] is current():  # put back as it was (doctest does): no new hook
@@ -867,7 +890,7 @@ def wrapped_hook(owner, name, write, running):
 
 def hooked(hooks):
     "'hooked' if a trace or profile function other than the run's first is set now (it can rewrite an assertion's locals)."
-    return "hooked" if (sys.gettrace(), sys.getprofile()) != hooks else None
+    return "hooked" if hooks_now() != hooks else None
 
 
 def private_copy(fn):
