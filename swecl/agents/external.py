@@ -10,6 +10,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +22,8 @@ from ..sandbox.sandbox import PatchTooLarge
 
 # %% auto #0
 __all__ = ['KEY_HEADERS', 'ANTHROPIC_URL', 'MAX_OUT_BYTES', 'OUT', 'TOOLS', 'model_endpoint', 'read_out', 'usage_of', 'CostMeter',
-           'Launch', 'run_external', 'issue_text', 'agent_prompt', 'external_result']
+           'Launch', 'ExternalRun', 'run_external', 'host_exit', 'issue_text', 'agent_prompt', 'run_usage',
+           'tool_counts', 'external_result']
 
 # %% ../../nbs/agents/15a_external.ipynb #472b96e5
 KEY_HEADERS = {  # model kind -> (the key's environment variable, the header the provider reads, its form)
@@ -79,36 +81,66 @@ class CostMeter:
         self.spent = True
         return f"the attempt's max_cost of ${self.max_cost:g} is spent (${cost:.6g})"
 
-# %% ../../nbs/agents/15a_external.ipynb #e3732a6c
+# %% ../../nbs/agents/15a_external.ipynb #9784d763
 @dataclass
 class Launch:
-    "How an adapter starts its agent: the command (bash, in /testbed; its tools at `TOOLS`), its standard input, its tools folder."
+    """How an adapter starts its agent: the command (bash, in /testbed; its tools at `TOOLS`), its standard input, its
+    tools folder; `upstream` (URL, headers) where the forwarder sends its requests (None: the model's own endpoint, as
+    `model_endpoint` gives it; a bridge on the host, say); `mounts` more (host, inside, writable) folders it gets."""
 
     command: str
     stdin: str
     tools: Path
+    upstream: tuple | None = None
+    mounts: tuple = ()
 
 
+@dataclass
+class ExternalRun:
+    """What the host saw of one run of an agent (`run_external`): the sandbox's result, the wanted files of the out
+    folder (None: not written), whether the budget was spent, how the last model request failed (None: answered)."""
+
+    result: object  # sandbox.RunResult
+    files: dict
+    spent: bool
+    model_failure: str | None
+
+# %% ../../nbs/agents/15a_external.ipynb #268495a9
 def run_external(
     session, launch: Launch, model, seconds: float, wanted=(), max_output: int = 1 << 20, max_cost: float | None = None
 ):
-    """(RunResult, {name: bytes or None}, whether `max_cost` was spent) of one run of an agent in `session`: tools
-    read-only, the model forwarded (its requests refused once `max_cost` is spent, priced by `model`), `/swecl-out` its
-    own; the `wanted` files of its out folder are read (`read_out`) and the folder removed."""
+    """The `ExternalRun` of one run of an agent in `session`: tools read-only, the model forwarded (its requests
+    refused once `max_cost` is spent, priced by `model`), `/swecl-out` its own; the `wanted` files of its out folder
+    are read (`read_out`) and the folder removed."""
     if getattr(session, "kind", None) != "local":
         raise SandboxError("External agents run in the local sandbox (bubblewrap) only; use --sandbox local.")
-    url, _, headers = model_endpoint(model)
+    url, headers = launch.upstream or model_endpoint(model)[::2]  # (URL, headers)
     out = Path(tempfile.mkdtemp(prefix="swecl-agent-out-"))
     os.chmod(out, 0o777)  # the sandbox's unprivileged user writes its transcript there
     try:
         meter = CostMeter(model, max_cost) if max_cost is not None else None
         with ModelForwarder(url, headers, timeout=seconds, meter=meter) as fwd:
-            mounts = [*fwd.mount(), (launch.tools, TOOLS, False), (out, OUT, True)]
+            mounts = [*fwd.mount(), (launch.tools, TOOLS, False), (out, OUT, True), *launch.mounts]
             r = session.run(relayed_command(launch.command), timeout=seconds, max_output=max_output,
                             input=launch.stdin, extra_mounts=mounts)  # fmt: skip
-        return r, {name: read_out(out, name) for name in wanted}, bool(meter and meter.spent)
+        failed = fwd.answers[-1] if fwd.answers else None  # the host's own record, not the agent's
+        return ExternalRun(r, {name: read_out(out, name) for name in wanted}, bool(meter and meter.spent), failed)
     finally:
         shutil.rmtree(out, ignore_errors=True)
+
+# %% ../../nbs/agents/15a_external.ipynb #25a66f7b
+def host_exit(facts: dict, timed_out: bool, spent: bool, model_failure: str | None) -> dict:
+    "`facts` with the exit reason the host's evidence supports (see above); the evidence is added to the error."
+    if timed_out:
+        return facts | {"exit_reason": "time_limit"}
+    if spent:
+        return facts | {"exit_reason": "cost_limit"}
+    if facts["exit_reason"] != "model_error":
+        return facts
+    if model_failure is None:
+        why = f"the agent reported a model failure ({facts.get('error')}) that the forwarder did not see: it answered"
+        return facts | {"exit_reason": "agent_error", "error": why}
+    return facts | {"error": f"{facts.get('error')}; the forwarder saw: {model_failure}"}
 
 # %% ../../nbs/agents/15a_external.ipynb #99e4350d
 def issue_text(task) -> str:
@@ -124,18 +156,30 @@ def agent_prompt(task, memory_context: str | None) -> str:
     "The task as an external agent gets it: the memory's experience block first, when there is one, as swecl's loop does."
     return (f"{memory_context}\n\n" if memory_context else "") + issue_text(task)
 
-# %% ../../nbs/agents/15a_external.ipynb #480e825a
-def external_result(task, session, model, run_facts: dict, records: list, trajectory, t0: float) -> AgentResult:
-    "The `AgentResult` of an external run (its patch the session's diff, its tokens priced by `model`) with swecl's trajectory records written."
+# %% ../../nbs/agents/15a_external.ipynb #204ea014
+def run_usage(run_facts: dict, records: list) -> Usage:
+    "The run's tokens: the agent's own total when it gives one (Claude Code's steps carry a stream's first count of output tokens), else its steps'."
+    return run_facts.get("usage") or sum(
+        (Usage(**r["reply"]["usage"]) for r in records if r.get("type") == "step"), Usage()
+    )
+
+# %% ../../nbs/agents/15a_external.ipynb #057446aa
+def tool_counts(records: list) -> dict:
+    "How often each tool was called in the run's steps."
+    return dict(Counter(x["tool"] for r in records if r.get("type") == "step" for x in r["results"] if x.get("tool")))
+
+# %% ../../nbs/agents/15a_external.ipynb #357e6bea
+def external_result(task, session, model, ran: ExternalRun, run_facts: dict, records: list, trajectory, t0: float):
+    """The `AgentResult` of an external run (its patch the session's diff, its tokens priced by `model`, its exit the
+    one the host stands behind: `host_exit` of what the transcript said, `run_facts`) with its trajectory records written."""
+    run_facts = host_exit(run_facts, ran.result.timed_out, ran.spent, ran.model_failure) | {"log": ran.result.output}
     traj = Trajectory(trajectory)
     try:
         patch, error, infra = session.diff(), run_facts.get("error"), None
     except PatchTooLarge as e:
         patch, error, infra = "", str(e), e.reason
-    usage = sum((Usage(**r["reply"]["usage"]) for r in records if r.get("type") == "step"), Usage())
-    steps = sum(r.get("type") == "step" for r in records)
-    counts = {"bash": sum(len(r["results"]) for r in records if r.get("type") == "step")}
-    res = AgentResult(task.instance_id, patch, run_facts["exit_reason"], steps, counts, usage, model.cost(usage),
+    usage, steps = run_usage(run_facts, records), sum(r.get("type") == "step" for r in records)
+    res = AgentResult(task.instance_id, patch, run_facts["exit_reason"], steps, tool_counts(records), usage, model.cost(usage),
                       round(time.time() - t0, 3), str(traj.path) if traj.path else None, error, infra)  # fmt: skip
     for r in records:
         traj.write(r)

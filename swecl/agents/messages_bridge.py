@@ -9,12 +9,14 @@ import http.server
 import json
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
+from dataclasses import dataclass, field
 
 # %% auto #0
-__all__ = ['STOP_REASONS', 'block_text', 'chat_messages', 'chat_request', 'tool_input', 'message_response', 'sse',
-           'message_events', 'anthropic_error', 'answer', 'MessagesBridge']
+__all__ = ['STOP_REASONS', 'block_text', 'tool_choice', 'chat_messages', 'chat_request', 'tool_input', 'message_response', 'sse',
+           'message_events', 'anthropic_error', 'Upstream', 'chat_answer', 'answer', 'BridgeHandler', 'MessagesBridge']
 
 # %% ../../nbs/agents/15d_messages_bridge.ipynb #e85bf772
 def block_text(content) -> str:
@@ -23,6 +25,14 @@ def block_text(content) -> str:
         return content
     parts = [b.get("text", "") if b.get("type") == "text" else f"[{b.get('type', 'block')}]" for b in content or []]
     return "\n".join(p for p in parts if p)
+
+# %% ../../nbs/agents/15d_messages_bridge.ipynb #9461686b
+def tool_choice(choice: dict | None):
+    "OpenAI's `tool_choice` of Anthropic's (None: the server's default, as when the agent sets none)."
+    kind = (choice or {}).get("type")
+    if kind == "tool":
+        return {"type": "function", "function": {"name": choice.get("name", "")}}
+    return {"auto": "auto", "any": "required", "none": "none"}.get(kind)
 
 # %% ../../nbs/agents/15d_messages_bridge.ipynb #81796085
 def chat_messages(m: dict) -> list:
@@ -37,21 +47,27 @@ def chat_messages(m: dict) -> list:
     calls = [{"id": b["id"], "type": "function", "function": {"name": b["name"], "arguments": json.dumps(b.get("input") or {})}}
              for b in blocks if b.get("type") == "tool_use"]  # fmt: skip
     if m["role"] == "assistant":
-        return out + [{"role": "assistant", "content": text or None, **({"tool_calls": calls} if calls else {})}]
+        # "" rather than null beside tool calls: llama-cpp-python's server refuses a null content (OpenAI takes both)
+        return out + [{"role": "assistant", "content": text, **({"tool_calls": calls} if calls else {})}]
     return out + ([{"role": "user", "content": text}] if text or not out else [])
 
 # %% ../../nbs/agents/15d_messages_bridge.ipynb #e49b046f
-def chat_request(req: dict, model: str) -> dict:
-    "The chat-completions request of a Messages request, for `model` (the server's name for it); never streamed."
+def chat_request(req: dict, model: str, max_tokens: int | None = None, choice: str | None = None) -> dict:
+    """The chat-completions request of a Messages request, for `model` (the server's name for it); never streamed.
+    `max_tokens`: a cap below what the agent asks (Claude Code asks 32000; a small local model would write them all);
+    `choice`: the `tool_choice` of a request with tools that sets none (llama.cpp's function calling needs one)."""
     system = block_text(req.get("system") or "")
     messages = ([{"role": "system", "content": system}] if system else []) + [
         c for m in req.get("messages") or [] for c in chat_messages(m)
     ]
-    out = {"model": model, "messages": messages, "max_tokens": req.get("max_tokens") or 1024, "stream": False}
+    asked = req.get("max_tokens") or 1024
+    out = {"model": model, "messages": messages, "max_tokens": min(asked, max_tokens or asked), "stream": False}
     tools = [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
               "parameters": t.get("input_schema") or {"type": "object"}}} for t in req.get("tools") or [] if "name" in t]  # fmt: skip
     if tools:
         out["tools"] = tools
+    if tools and (given := tool_choice(req.get("tool_choice")) or choice) is not None:
+        out["tool_choice"] = given
     for a, b in (("temperature", "temperature"), ("top_p", "top_p"), ("stop_sequences", "stop")):
         if req.get(a) is not None:
             out[b] = req[a]
@@ -115,54 +131,90 @@ def message_events(msg: dict) -> bytes:
 def anthropic_error(status: int, message: str) -> tuple[int, bytes]:
     return status, json.dumps({"type": "error", "error": {"type": "api_error", "message": message[:2000]}}).encode()
 
-# %% ../../nbs/agents/15d_messages_bridge.ipynb #f64ba0bd
-def answer(path: str, req: dict, upstream: str, model: str, headers: dict, timeout: float) -> tuple[int, bytes, str]:
-    "(status, body, content type) of one request the bridge serves."
-    if path.rstrip("/") == "/v1/messages/count_tokens":
+# %% ../../nbs/agents/15d_messages_bridge.ipynb #95b56bac
+@dataclass(frozen=True)
+class Upstream:
+    "The OpenAI-compatible server a bridge answers from, and what it sets on each request (`chat_request`, `extra`)."
+
+    url: str
+    model: str
+    headers: dict = field(default_factory=dict)
+    timeout: float = 600
+    max_tokens: int | None = None
+    choice: str | None = None
+    extra: dict | None = None
+
+# %% ../../nbs/agents/15d_messages_bridge.ipynb #f9207f4f
+def chat_answer(up: Upstream, req: dict) -> dict:
+    "The server's chat completion of the Messages request `req`; `urllib.error.HTTPError` when it answers an error."
+    body = json.dumps(chat_request(req, up.model, up.max_tokens, up.choice) | (up.extra or {})).encode()
+    call = urllib.request.Request(f"{up.url.rstrip('/')}/chat/completions", data=body, method="POST",
+                                  headers={"Content-Type": "application/json", **up.headers})  # fmt: skip
+    with urllib.request.urlopen(call, timeout=up.timeout) as r:
+        return json.loads(r.read())
+
+# %% ../../nbs/agents/15d_messages_bridge.ipynb #f1cbc499
+def answer(path: str, req: dict, up: Upstream) -> tuple[int, bytes, str]:
+    """(status, body, content type) of one request the bridge serves from `up`. The query is not read: Claude Code
+    asks `/v1/messages?beta=true`."""
+    where = urllib.parse.urlsplit(path).path.rstrip("/")
+    if where == "/v1/messages/count_tokens":
         return 200, json.dumps({"input_tokens": len(json.dumps(req)) // 4}).encode(), "application/json"
-    if path.rstrip("/") != "/v1/messages":
+    if where != "/v1/messages":
         return (*anthropic_error(404, f"the bridge serves /v1/messages only, not {path[:100]}"), "application/json")
-    body = json.dumps(chat_request(req, model)).encode()
-    call = urllib.request.Request(f"{upstream.rstrip('/')}/chat/completions", data=body, method="POST",
-                                  headers={"Content-Type": "application/json", **headers})  # fmt: skip
     try:
-        with urllib.request.urlopen(call, timeout=timeout) as r:
-            chat = json.loads(r.read())
+        chat = chat_answer(up, req)
     except urllib.error.HTTPError as e:
         return (*anthropic_error(e.code, e.read().decode("utf-8", "replace")), "application/json")
-    msg = message_response(chat, req.get("model") or model)
+    msg = message_response(chat, req.get("model") or up.model)
     if req.get("stream"):
         return 200, message_events(msg), "text/event-stream"
     return 200, json.dumps(msg).encode(), "application/json"
 
-# %% ../../nbs/agents/15d_messages_bridge.ipynb #6b745e28
+# %% ../../nbs/agents/15d_messages_bridge.ipynb #6da9cb86
+class BridgeHandler(http.server.BaseHTTPRequestHandler):
+    "One request to a `MessagesBridge` (its server's `bridge`)."
+
+    def do_POST(self):
+        bridge = self.server.bridge
+        try:
+            req = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            bridge.note(req)
+            status, body, kind = answer(self.path, req, bridge.upstream)
+        except (ValueError, OSError) as e:
+            (status, body), kind = anthropic_error(502, f"the bridge could not answer: {e}"), "application/json"
+        bridge.calls += 1
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):  # quiet: the forwarder logs each request
+        pass
+
+# %% ../../nbs/agents/15d_messages_bridge.ipynb #86a4b587
 class MessagesBridge:
     """Serves Anthropic's Messages API on `url` (127.0.0.1, a free port) from the OpenAI-compatible `upstream`, whose
-    model is `model`; `headers` are added to every upstream request. A context manager."""
+    model is `model`; `headers` are added to every upstream request, `extra` fields to every chat request;
+    `max_tokens` caps what an answer may have and `choice` is the `tool_choice` of a request that sets none (the
+    model's own client settings, say). A context manager."""
 
-    def __init__(self, upstream: str, model: str, headers: dict | None = None, timeout: float = 600):
-        bridge = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                try:
-                    req = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                    status, body, kind = answer(self.path, req, upstream, model, dict(headers or {}), timeout)
-                except (ValueError, OSError) as e:
-                    (status, body), kind = anthropic_error(502, f"the bridge could not answer: {e}"), "application/json"
-                bridge.calls += 1
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *a):  # quiet: the forwarder logs each request
-                pass
-
-        self.calls, self.server = 0, http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    def __init__(self, upstream: str, model: str, headers: dict | None = None, timeout: float = 600,
+                 max_tokens: int | None = None, choice: str | None = None, extra: dict | None = None):  # fmt: skip
+        self.upstream = Upstream(upstream, model, dict(headers or {}), timeout, max_tokens, choice, extra)
+        # requests answered; the first request's system prompt and first message (what the model was given)
+        self.calls, self.system, self.first_message = 0, None, None
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), BridgeHandler)
+        self.server.bridge = self
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def note(self, req: dict):
+        "Keep the first request's system prompt and first message."
+        if self.system is None and "system" in req:
+            self.system = block_text(req["system"])
+            self.first_message = block_text(((req.get("messages") or [{}])[0] or {}).get("content"))
 
     def __enter__(self):
         return self

@@ -117,14 +117,12 @@ def run_mini_swe_agent(
     cfg, t0 = config or AgentConfig(), time.time()
     seconds = (cfg.max_seconds or 3600) + 60  # its own wall-clock limit first; the sandbox's a minute later
     job = launch(task, model, cfg, memory_context, model_kwargs)
-    r, files, spent = run_external(session, job, model, seconds, ["trajectory.json"], max_cost=cfg.max_cost)
-    raw = files["trajectory.json"]
+    ran = run_external(session, job, model, seconds, ["trajectory.json"], max_cost=cfg.max_cost)
+    raw = ran.files["trajectory.json"]
     try:
         data = json.loads(raw) if raw else None
     except ValueError:
         data = None
     records, facts = transcript_records(data, task, model, cfg, t0)
-    # the forwarder's refusal once the budget is spent reaches mini-swe-agent as a model error: it was the limit
-    facts["exit_reason"] = "time_limit" if r.timed_out else "cost_limit" if spent else facts["exit_reason"]
-    facts["log"] = r.output
-    return external_result(task, session, model, facts, records, trajectory, t0)
+    # the forwarder's refusal once the budget is spent reaches mini-swe-agent as a model error: `host_exit` reads it
+    return external_result(task, session, model, ran, facts, records, trajectory, t0)

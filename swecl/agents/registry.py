@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+from .tools import ToolPackage
 from ..sandbox.sandboxes import choice_text
 
 # %% auto #0
@@ -21,7 +22,7 @@ class AgentRow:
     name: str
     module: str
     function: str
-    memory: tuple  # 'prompt', 'tool': the channels of swecl's memory it has
+    memory: tuple  # the channels of swecl's memory it has: 'prompt', 'tool', 'claude-md' (a context file)
     about: str
 
 
@@ -29,6 +30,10 @@ AGENTS = {r.name: r for r in (
     AgentRow("swecl", "swecl.agent.agent", "run_agent", ("prompt", "tool"), "swecl's own SWE-agent-style loop"),
     AgentRow("mini-swe-agent", "swecl.agents.mini_swe_agent", "run_mini_swe_agent", ("prompt",),
              "mini-swe-agent (PyPI), the reference scaffold of the SWE-bench leaderboards"),
+    AgentRow("claude-code", "swecl.agents.claude_code", "run_claude_code", ("prompt",),
+             "Claude Code (npm), Anthropic's coding agent, the agent of SWE-ContextBench's experiments"),
+    AgentRow("claude-code-md", "swecl.agents.claude_code", "run_claude_code_md", ("claude-md",),
+             "Claude Code with the experience in a read-only CLAUDE.md, the way memory files reach it"),
 )}  # fmt: skip
 DEFAULT_AGENT = "swecl"
 
@@ -48,7 +53,10 @@ def agent_runner(name: str):
 
 def agent_package(name: str):
     "The `tools.ToolPackage` agent `name` installs (None: swecl's own loop installs nothing)."
-    return getattr(importlib.import_module(agent_row(name).module), "PACKAGE", None)
+    found = [v for v in vars(importlib.import_module(agent_row(name).module)).values() if isinstance(v, ToolPackage)]
+    if len(found) > 1:  # the adapter's module names one package; two would leave the manifest's record in doubt
+        raise ValueError(f"The adapter of {name} defines {len(found)} tool packages; it installs one.")
+    return found[0] if found else None
 
 # %% ../../nbs/agents/15c_registry.ipynb #4da89018
 def memory_refusal(name: str, memory: str) -> str | None:

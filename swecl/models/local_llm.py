@@ -85,8 +85,8 @@ class LocalServer:
     "llama.cpp's OpenAI-compatible server for the shipped SmolLM2, on 127.0.0.1; a context manager."
 
     def __init__(self, port: int = PREFERRED_PORT, log: str | Path | None = None, ready_timeout: float = 300,
-                 grace: float = 10, command: list | None = None):  # fmt: skip
-        self.port = free_port(port) if command is None else port
+                 grace: float = 10, command: list | None = None, n_ctx: int = N_CTX):  # fmt: skip
+        self.port, self.n_ctx = (free_port(port) if command is None else port), n_ctx
         self.log = Path(log) if log else Path(tempfile.gettempdir()) / f"swecl-local-llm-{self.port}.log"
         self.command, self.ready_timeout, self.grace, self.proc = command, ready_timeout, grace, None
 
@@ -112,7 +112,7 @@ def start(self: LocalServer) -> LocalServer:
         raise LocalLLMError(
             f"llama-cpp-python[server] is not installed (missing {', '.join(missing)}); {INSTALL_HINT}."
         )
-    cmd = self.command or server_command(gguf_path(), self.port)
+    cmd = self.command or server_command(gguf_path(), self.port, self.n_ctx)
     self.log.parent.mkdir(parents=True, exist_ok=True)
     with open(self.log, "wb") as out:
         self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -167,23 +167,18 @@ def substitute(args: list, server: LocalServer) -> list:
 
 # %% ../../nbs/models/05b_local_llm.ipynb #41de2d73
 def _parser() -> argparse.ArgumentParser:
-    "The command line of `python -m swecl.models.local_llm`: the action, the port, the log and the ready timeout."
-    p = argparse.ArgumentParser(
-        prog="python -m swecl.models.local_llm", description="Serve the shipped SmolLM2 on 127.0.0.1."
-    )
-    p.add_argument(
-        "action", choices=["run", "serve"], help="run: serve while the command after -- runs; serve: until Ctrl-C"
-    )
-    p.add_argument(
-        "--port",
-        type=int,
-        default=PREFERRED_PORT,
-        help=f"the first port tried (default: {PREFERRED_PORT}; 0: any free port)",
-    )
+    "The command line of `python -m swecl.models.local_llm`: the action, the port, the log, the ready timeout, the window."
+    p = argparse.ArgumentParser(prog="python -m swecl.models.local_llm",
+                                description="Serve the shipped SmolLM2 on 127.0.0.1.")  # fmt: skip
+    p.add_argument("action", choices=["run", "serve"],
+                   help="run: serve while the command after -- runs; serve: until Ctrl-C")  # fmt: skip
+    p.add_argument("--port", type=int, default=PREFERRED_PORT,
+                   help=f"the first port tried (default: {PREFERRED_PORT}; 0: any free port)")  # fmt: skip
     p.add_argument("--log", help="the server's log file (default: swecl-local-llm-PORT.log in the temp folder)")
-    p.add_argument(
-        "--ready-timeout", type=float, default=300, help="seconds to wait for the server to answer (default: 300)"
-    )
+    p.add_argument("--ready-timeout", type=float, default=300,
+                   help="seconds to wait for the server to answer (default: 300)")  # fmt: skip
+    p.add_argument("--n-ctx", type=int, default=N_CTX,
+                   help=f"the context window in tokens (default: {N_CTX}; Claude Code's prompt is about 4700)")  # fmt: skip
     return p
 
 # %% ../../nbs/models/05b_local_llm.ipynb #2fa29d46
@@ -207,7 +202,7 @@ def main(argv: list | None = None) -> int:
     a = parse_args(argv)
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
-        with LocalServer(a.port, a.log, a.ready_timeout) as server:
+        with LocalServer(a.port, a.log, a.ready_timeout, n_ctx=a.n_ctx) as server:
             print(f"local model: {server.model} (log {server.log})", flush=True)
             if a.action == "serve":
                 print("serving until Ctrl-C", flush=True)

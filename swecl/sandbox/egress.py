@@ -25,10 +25,10 @@ from ..base.core import SandboxError, package_file
 
 # %% auto #0
 __all__ = ['DROPPED', 'TARGET', 'TOKEN', 'METHOD', 'VALUE', 'LENGTH', 'PRINTABLE', 'MAX_HEAD', 'CLIENT_TIMEOUT',
-           'MAX_CONNECTIONS', 'LOG_KEEP', 'METERED', 'MODEL_FOLDER', 'MODEL_PORT', 'RELAY', 'Endpoint', 'endpoint',
-           'Head', 'parse_head', 'target_refusal', 'body_refusal', 'forwarded_head', 'read_head', 'refuse', 'upstream',
-           'send_body', 'send_back', 'dechunked', 'response_usage', 'forward', 'serve', 'ModelForwarder', 'inside_url',
-           'relayed_command']
+           'MAX_CONNECTIONS', 'LOG_KEEP', 'METERED', 'FAILED_ANSWERS', 'MODEL_FOLDER', 'MODEL_PORT', 'RELAY',
+           'Endpoint', 'endpoint', 'Head', 'parse_head', 'target_refusal', 'body_refusal', 'forwarded_head',
+           'read_head', 'refuse', 'upstream', 'send_body', 'send_back', 'dechunked', 'response_usage', 'answer_failure',
+           'exchange', 'forward', 'serve', 'ModelForwarder', 'inside_url', 'relayed_command']
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #d8c7abf7
 @dataclass(frozen=True)
@@ -72,6 +72,7 @@ CLIENT_TIMEOUT = 60  # seconds the sandbox's side may leave a head or a body unf
 MAX_CONNECTIONS = 32  # at once; more are refused, so idle connections cannot pile up threads on the host
 LOG_KEEP = 10_000  # requests the log keeps, the latest
 METERED = 32 << 20  # bytes of a response kept to read its usage from, when a meter counts the budget
+FAILED_ANSWERS = {401, 403, 404, 408, 429}  # beside every 5xx: an answer that is the model's failure, not the agent's
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #b86acd11
 @dataclass
@@ -218,10 +219,36 @@ def response_usage(raw: bytes) -> dict | None:
         found = {**(found or {}), **u} if isinstance(u, dict) else found
     return found
 
-# %% ../../nbs/sandbox/03r_egress.ipynb #13c38b3e
-def forward(conn, ep: Endpoint, add: dict, timeout: float, log: list, meter=None):
+# %% ../../nbs/sandbox/03r_egress.ipynb #4ae2f77d
+def answer_failure(kept: bytes) -> str | None:
+    "How the model server's response (its first bytes) is the model's failure: its status, or no answer; None: it answered."
+    m = re.match(rb"HTTP/1\.[01] (\d{3})", kept)
+    if m is None:
+        return "the model server sent no answer"
+    code = int(m.group(1))
+    return f"the model server answered {code}" if code >= 500 or code in FAILED_ANSWERS else None
+
+# %% ../../nbs/sandbox/03r_egress.ipynb #82f74d45
+def exchange(conn, ep: Endpoint, h, rest: bytes, add: dict, timeout: float, keep: int, answers: list) -> bytes:
+    """The checked request `h` (its body's first bytes `rest`) sent to the endpoint and its response sent back; its
+    first `keep` bytes returned. How it went is added to `answers`: None, or the model's failure (`answer_failure`)."""
+    try:
+        up_conn = upstream(ep, timeout)
+    except OSError as e:
+        answers.append(f"the model server could not be reached ({type(e).__name__})")
+        raise
+    with up_conn as up:
+        up.sendall(forwarded_head(h, ep, add))
+        send_body(conn, up, rest, int(h.get("content-length") or 0))
+        kept = send_back(up, conn, max(keep, 16))
+    answers.append(answer_failure(kept))
+    return kept
+
+# %% ../../nbs/sandbox/03r_egress.ipynb #335e9260
+def forward(conn, ep: Endpoint, add: dict, timeout: float, log: list, meter=None, answers: list | None = None):
     """Serve one connection: one request checked, rewritten and sent to the endpoint, its response sent back. A `meter`
-    (`refusal()`, `add(usage)`) refuses a request once the attempt's budget is spent and counts each response's tokens."""
+    (`refusal()`, `add(usage)`) refuses a request once the attempt's budget is spent and counts each response's tokens;
+    `answers` gets how each forwarded request went (`exchange`), the host's own evidence of a model failure."""
     got = read_head(conn)
     if got == "":  # a connection closed unused (the relay's readiness probe): nothing to log
         return
@@ -230,10 +257,9 @@ def forward(conn, ep: Endpoint, add: dict, timeout: float, log: list, meter=None
     log.append((time.time(), None if isinstance(h, str) else f"{h.method} {h.target[:200]}", why))
     if why:
         return refuse(conn, why)
-    with upstream(ep, timeout) as up:
-        up.sendall(forwarded_head(h, ep, add))
-        send_body(conn, up, got[1], int(h.get("content-length") or 0))
-        kept = send_back(up, conn, METERED if meter is not None else 0)
+    kept = exchange(
+        conn, ep, h, got[1], add, timeout, METERED if meter is not None else 0, [] if answers is None else answers
+    )
     if meter is not None:
         meter.add(response_usage(kept))
 
@@ -245,7 +271,7 @@ def serve(fwd, conn):
         return refuse(conn, f"more than {MAX_CONNECTIONS} connections at once")
     try:
         conn.settimeout(CLIENT_TIMEOUT)
-        forward(conn, fwd.ep, fwd.add, fwd.timeout, fwd.log, fwd.meter)
+        forward(conn, fwd.ep, fwd.add, fwd.timeout, fwd.log, fwd.meter, fwd.answers)
     except OSError as e:  # the model server went away, or the agent's side stalled: a closed connection
         fwd.log.append((time.time(), None, f"connection: {type(e).__name__}"))
     finally:
@@ -258,11 +284,16 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 # %% ../../nbs/sandbox/03r_egress.ipynb #2b525a7c
 class ModelForwarder:
     """A unix socket in a folder of its own whose every connection reaches `url` only: the folder is what a sandbox
-    binds (`mount`), `headers` (the API key) are added on the host. A context manager; `log` lists each request."""
+    binds (`mount`), `headers` (the API key) are added on the host. A context manager; `log` lists each request,
+    `answers` how each forwarded one went (None, or the model's failure)."""
 
     def __init__(self, url: str, headers: dict | None = None, timeout: float = 600, meter=None):
         self.ep, self.add, self.timeout, self.log = endpoint(url), dict(headers or {}), timeout, deque(maxlen=LOG_KEEP)
-        self.slots, self.meter = threading.BoundedSemaphore(MAX_CONNECTIONS), meter
+        self.slots, self.meter, self.answers = (
+            threading.BoundedSemaphore(MAX_CONNECTIONS),
+            meter,
+            deque(maxlen=LOG_KEEP),
+        )
         self.folder = Path(tempfile.mkdtemp(prefix="swecl-model-"))
         self.socket = self.folder / "model.sock"
         fwd = self
