@@ -32,9 +32,9 @@ from ..sandbox.egress import endpoint, inside_url
 
 # %% auto #0
 __all__ = ['CLAUDE_CODE', 'BINARY', 'CODING_TOOLS', 'MEMORY_FOLDER', 'CHANNELS', 'ENV', 'RESULT_EXITS', 'command_line',
-           'prompt_parts', 'launch_claude', 'transcript_events', 'epoch', 'answers', 'tool_results', 'answer_results',
-           'answer_records', 'ending', 'run_facts', 'start_record', 'bridge_for', 'memory_file', 'run_claude_code',
-           'run_claude_code_md']
+           'prompt_parts', 'launch_claude', 'transcript_events', 'epoch', 'model_message', 'answers', 'tool_results',
+           'answer_results', 'answer_records', 'ending', 'run_facts', 'start_record', 'bridge_for', 'memory_file',
+           'run_claude_code', 'run_claude_code_md']
 
 # %% ../../nbs/agents/15e_claude_code.ipynb #4974831d
 CLAUDE_CODE = ToolPackage("npm", "@anthropic-ai/claude-code", "2.1.332")
@@ -104,7 +104,7 @@ def transcript_events(raw: bytes | None) -> list:
     for line in (raw or b"").decode("utf-8", "replace").splitlines():
         try:
             e = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # a line nested past the parser's depth, say
             continue
         if isinstance(e, dict):
             out.append(e)
@@ -118,14 +118,19 @@ def epoch(stamp) -> float | None:
     except ValueError:
         return None
 
-# %% ../../nbs/agents/15e_claude_code.ipynb #b79093f5
+# %% ../../nbs/agents/15e_claude_code.ipynb #148e5459
+def model_message(e: dict) -> dict | None:
+    "The model's message of an `assistant` line; None for other lines and for Claude Code's own when the model failed."
+    m = e.get("message") if e.get("type") == "assistant" else None
+    return m if isinstance(m, dict) and not e.get("is_api_error_message") and m.get("model") != "<synthetic>" else None
+
+# %% ../../nbs/agents/15e_claude_code.ipynb #2017cc6b
 def answers(events: list) -> list:
     "Each model answer once: (its message with every block of its lines, its time), in order."
     out, ids = [], {}
     for e in events:
-        m = e.get("message") if e.get("type") == "assistant" else None
-        if not isinstance(m, dict) or e.get("is_api_error_message") or m.get("model") == "<synthetic>":
-            continue  # its own message when the model could not be reached: no model call
+        if (m := model_message(e)) is None:
+            continue
         key = m.get("id") or f"line-{len(out)}"
         if key in ids:  # another block of an answer already seen; its usage is the later line's
             prev = out[ids[key]][0]
@@ -235,8 +240,18 @@ def run_claude_code(task, session, model, config=None, memory_context=None, traj
         job, parts = launch_claude(task, model, cfg, memory_context, channel, bridge and (bridge.url, {}), folder)
         ran = run_external(session, job, model, seconds, ["transcript.jsonl"], max_cost=cfg.max_cost)
     events = transcript_events(ran.files["transcript.jsonl"])
-    records = [start_record(events, task, model, cfg, t0, parts, bridge), *answer_records(events)]
-    return external_result(task, session, model, ran, run_facts(events), records, trajectory, t0)
+    try:  # the transcript is the agent's output: what swecl cannot read is the agent's failure, not swecl's
+        records, facts = (
+            [start_record(events, task, model, cfg, t0, parts, bridge), *answer_records(events)],
+            run_facts(events),
+        )
+    except Exception as e:  # noqa: BLE001
+        records = [start_record([], task, model, cfg, t0, parts, bridge)]
+        facts = {
+            "exit_reason": "agent_error",
+            "error": f"Claude Code's transcript could not be read ({type(e).__name__})",
+        }
+    return external_result(task, session, model, ran, facts, records, trajectory, t0)
 
 # %% ../../nbs/agents/15e_claude_code.ipynb #9130aa82
 def run_claude_code_md(task, session, model, config=None, memory_context=None, trajectory=None, extra_tools=None,

@@ -5,11 +5,14 @@
 # %% ../../nbs/agents/15a_external.ipynb #d28f0e65
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +25,8 @@ from ..sandbox.sandbox import PatchTooLarge
 
 # %% auto #0
 __all__ = ['KEY_HEADERS', 'ANTHROPIC_URL', 'MAX_OUT_BYTES', 'OUT', 'TOOLS', 'model_endpoint', 'read_out', 'usage_of', 'CostMeter',
-           'Launch', 'ExternalRun', 'run_external', 'host_exit', 'issue_text', 'agent_prompt', 'run_usage',
-           'tool_counts', 'external_result']
+           'Launch', 'ExternalRun', 'run_external', 'host_exit', 'probe_request', 'model_probe', 'issue_text',
+           'agent_prompt', 'run_usage', 'tool_counts', 'external_result']
 
 # %% ../../nbs/agents/15a_external.ipynb #472b96e5
 KEY_HEADERS = {  # model kind -> (the key's environment variable, the header the provider reads, its form)
@@ -124,23 +127,52 @@ def run_external(
             r = session.run(relayed_command(launch.command), timeout=seconds, max_output=max_output,
                             input=launch.stdin, extra_mounts=mounts)  # fmt: skip
         failed = fwd.answers[-1] if fwd.answers else None  # the host's own record, not the agent's
-        return ExternalRun(r, {name: read_out(out, name) for name in wanted}, bool(meter and meter.spent), failed)
+        files = {name: read_out(out, name) for name in wanted}
+        return ExternalRun(r, files, bool(meter and meter.spent), failed)
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
 # %% ../../nbs/agents/15a_external.ipynb #25a66f7b
-def host_exit(facts: dict, timed_out: bool, spent: bool, model_failure: str | None) -> dict:
-    "`facts` with the exit reason the host's evidence supports (see above); the evidence is added to the error."
+def host_exit(facts: dict, timed_out: bool, spent: bool, model_failure: str | None, probe=lambda: "not asked") -> dict:
+    """`facts` with the exit reason the host's evidence supports (see above); the evidence is added to the error.
+    `probe()`: the host's own request to the model after the run (None: it answered). The agent can make the
+    forwarder see a failure (a bad path, a malformed body), so a model failure needs both."""
     if timed_out:
         return facts | {"exit_reason": "time_limit"}
     if spent:
         return facts | {"exit_reason": "cost_limit"}
     if facts["exit_reason"] != "model_error":
         return facts
-    if model_failure is None:
-        why = f"the agent reported a model failure ({facts.get('error')}) that the forwarder did not see: it answered"
+    if model_failure is None or (after := probe()) is None:
+        why = f"the agent reported a model failure ({facts.get('error')}) that the host did not see: the model answered"
         return facts | {"exit_reason": "agent_error", "error": why}
-    return facts | {"error": f"{facts.get('error')}; the forwarder saw: {model_failure}"}
+    return facts | {
+        "error": f"{facts.get('error')}; the forwarder saw: {model_failure}; the host's own request: {after}"
+    }
+
+# %% ../../nbs/agents/15a_external.ipynb #b6a1434f
+def probe_request(model, url: str, headers: dict) -> urllib.request.Request:
+    "The host's own smallest request to the model at `url`: OpenAI's chat, or Anthropic's messages."
+    anthropic = model_spec(model.name).kind == "anthropic"
+    body = {"model": model_spec(model.name).name, "max_tokens": 1, "messages": [{"role": "user", "content": "ping"}]}
+    extra = {"anthropic-version": "2023-06-01"} if anthropic else {}
+    return urllib.request.Request(url.rstrip("/") + ("/v1/messages" if anthropic else "/chat/completions"),
+                                  json.dumps(body).encode(), {"Content-Type": "application/json", **extra, **headers})  # fmt: skip
+
+# %% ../../nbs/agents/15a_external.ipynb #f1374cbd
+def model_probe(model, url: str, headers: dict, timeout: float = 30):
+    "A `probe` for `host_exit`: `probe_request` sent once; None when the model answers (a 4xx other than 429 is an answer)."
+
+    def probe() -> str | None:
+        try:
+            with urllib.request.urlopen(probe_request(model, url, headers), timeout=timeout):
+                return None
+        except urllib.error.HTTPError as e:
+            return None if e.code < 500 and e.code != 429 else f"it answered {e.code}"
+        except OSError as e:
+            return f"it could not be reached ({type(getattr(e, 'reason', e)).__name__})"
+
+    return probe
 
 # %% ../../nbs/agents/15a_external.ipynb #99e4350d
 def issue_text(task) -> str:
@@ -172,7 +204,10 @@ def tool_counts(records: list) -> dict:
 def external_result(task, session, model, ran: ExternalRun, run_facts: dict, records: list, trajectory, t0: float):
     """The `AgentResult` of an external run (its patch the session's diff, its tokens priced by `model`, its exit the
     one the host stands behind: `host_exit` of what the transcript said, `run_facts`) with its trajectory records written."""
-    run_facts = host_exit(run_facts, ran.result.timed_out, ran.spent, ran.model_failure) | {"log": ran.result.output}
+    probe = model_probe(model, *model_endpoint(model)[::2])  # the model's own server, not a bridge (closed by now)
+    run_facts = host_exit(run_facts, ran.result.timed_out, ran.spent, ran.model_failure, probe) | {
+        "log": ran.result.output
+    }
     traj = Trajectory(trajectory)
     try:
         patch, error, infra = session.diff(), run_facts.get("error"), None

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 # %% auto #0
 __all__ = ['STOP_REASONS', 'block_text', 'tool_choice', 'chat_messages', 'chat_request', 'tool_input', 'message_response', 'sse',
-           'message_events', 'anthropic_error', 'Upstream', 'chat_answer', 'answer', 'BridgeHandler', 'MessagesBridge']
+           'message_events', 'anthropic_error', 'Upstream', 'chat_answer', 'answer', 'reply', 'BridgeHandler',
+           'MessagesBridge']
 
 # %% ../../nbs/agents/15d_messages_bridge.ipynb #e85bf772
 def block_text(content) -> str:
@@ -145,9 +146,9 @@ class Upstream:
     extra: dict | None = None
 
 # %% ../../nbs/agents/15d_messages_bridge.ipynb #f9207f4f
-def chat_answer(up: Upstream, req: dict) -> dict:
-    "The server's chat completion of the Messages request `req`; `urllib.error.HTTPError` when it answers an error."
-    body = json.dumps(chat_request(req, up.model, up.max_tokens, up.choice) | (up.extra or {})).encode()
+def chat_answer(up: Upstream, chat: dict) -> dict:
+    "The server's completion of the chat request `chat` (`up.extra` set on it); `urllib.error.HTTPError` when it answers an error."
+    body = json.dumps(chat | (up.extra or {})).encode()
     call = urllib.request.Request(f"{up.url.rstrip('/')}/chat/completions", data=body, method="POST",
                                   headers={"Content-Type": "application/json", **up.headers})  # fmt: skip
     with urllib.request.urlopen(call, timeout=up.timeout) as r:
@@ -163,7 +164,7 @@ def answer(path: str, req: dict, up: Upstream) -> tuple[int, bytes, str]:
     if where != "/v1/messages":
         return (*anthropic_error(404, f"the bridge serves /v1/messages only, not {path[:100]}"), "application/json")
     try:
-        chat = chat_answer(up, req)
+        chat = chat_answer(up, chat_request(req, up.model, up.max_tokens, up.choice))
     except urllib.error.HTTPError as e:
         return (*anthropic_error(e.code, e.read().decode("utf-8", "replace")), "application/json")
     msg = message_response(chat, req.get("model") or up.model)
@@ -171,7 +172,16 @@ def answer(path: str, req: dict, up: Upstream) -> tuple[int, bytes, str]:
         return 200, message_events(msg), "text/event-stream"
     return 200, json.dumps(msg).encode(), "application/json"
 
-# %% ../../nbs/agents/15d_messages_bridge.ipynb #6da9cb86
+# %% ../../nbs/agents/15d_messages_bridge.ipynb #166a99e9
+def reply(handler, status: int, body: bytes, kind: str):
+    "Send one whole answer on `handler`'s connection."
+    handler.send_response(status)
+    handler.send_header("Content-Type", kind)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+# %% ../../nbs/agents/15d_messages_bridge.ipynb #dc743311
 class BridgeHandler(http.server.BaseHTTPRequestHandler):
     "One request to a `MessagesBridge` (its server's `bridge`)."
 
@@ -180,15 +190,11 @@ class BridgeHandler(http.server.BaseHTTPRequestHandler):
         try:
             req = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             bridge.note(req)
-            status, body, kind = answer(self.path, req, bridge.upstream)
+            status, body, kind = bridge.answer(self.path, req)
         except (ValueError, OSError) as e:
             (status, body), kind = anthropic_error(502, f"the bridge could not answer: {e}"), "application/json"
         bridge.calls += 1
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        reply(self, status, body, kind)
 
     def log_message(self, *a):  # quiet: the forwarder logs each request
         pass
@@ -209,6 +215,9 @@ class MessagesBridge:
         self.server.bridge = self
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def answer(self, path: str, req: dict) -> tuple[int, bytes, str]:
+        return answer(path, req, self.upstream)
 
     def note(self, req: dict):
         "Keep the first request's system prompt and first message."
