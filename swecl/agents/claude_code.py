@@ -20,6 +20,7 @@ from swecl.agents.external import (
     TOOLS,
     Launch,
     external_result,
+    forwarded_to,
     issue_text,
     model_endpoint,
     run_external,
@@ -51,8 +52,8 @@ ENV = {
     "DISABLE_ERROR_REPORTING": "1",
     "DISABLE_AUTOUPDATER": "1",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    "CLAUDE_CODE_ADDITIONAL_DIRECTORIES_CLAUDE_MD": "1",
-}  # fmt: skip  (the last: it reads CLAUDE.md in --add-dir folders)
+    "CLAUDE_CODE_ADDITIONAL_DIRECTORIES_CLAUDE_MD": "1",  # it reads CLAUDE.md in --add-dir folders
+}
 
 # %% ../../nbs/agents/15e_claude_code.ipynb #93a05b84
 # how a run ended (its result line's subtype) -> swecl's exit reason
@@ -93,7 +94,7 @@ def launch_claude(
     parts = prompt_parts(task, memory_context, channel)
     stdin = "\n\n".join(p["text"] for p in parts) if channel == "prompt" else parts[-1]["text"]
     mounts = ((memory, MEMORY_FOLDER, False),) if memory is not None else ()
-    url = inside_url(endpoint((upstream or model_endpoint(model))[0]))
+    url = inside_url(endpoint(forwarded_to(model, upstream)[0]))
     cmd = command_line(model_spec(model.name).name, url, cfg, memory is not None)
     return Launch(cmd, stdin, install_tools(CLAUDE_CODE), upstream, mounts), parts
 

@@ -24,9 +24,9 @@ from ..sandbox.egress import ModelForwarder, relayed_command
 from ..sandbox.sandbox import PatchTooLarge
 
 # %% auto #0
-__all__ = ['KEY_HEADERS', 'ANTHROPIC_URL', 'MAX_OUT_BYTES', 'OUT', 'TOOLS', 'model_endpoint', 'read_out', 'usage_of', 'CostMeter',
-           'Launch', 'ExternalRun', 'run_external', 'host_exit', 'probe_request', 'model_probe', 'issue_text',
-           'agent_prompt', 'run_usage', 'tool_counts', 'external_result']
+__all__ = ['KEY_HEADERS', 'ANTHROPIC_URL', 'MAX_OUT_BYTES', 'OUT', 'TOOLS', 'model_endpoint', 'forwarded_to', 'read_out',
+           'usage_of', 'CostMeter', 'Launch', 'ExternalRun', 'run_external', 'host_exit', 'probe_request',
+           'model_probe', 'issue_text', 'agent_prompt', 'run_usage', 'tool_counts', 'external_result']
 
 # %% ../../nbs/agents/15a_external.ipynb #472b96e5
 KEY_HEADERS = {  # model kind -> (the key's environment variable, the header the provider reads, its form)
@@ -45,6 +45,11 @@ def model_endpoint(model) -> tuple[str, str, dict]:
     url = spec.base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_URL
     key = os.environ.get(var)
     return url, spec.name, ({header: form.format(key)} if key else {})
+
+# %% ../../nbs/agents/15a_external.ipynb #84fa5685
+def forwarded_to(model, upstream: tuple | None = None) -> tuple[str, dict]:
+    "(URL, headers) the forwarder sends an agent's requests to: `upstream` (a bridge on the host) or the model's own endpoint."
+    return upstream or model_endpoint(model)[::2]
 
 # %% ../../nbs/agents/15a_external.ipynb #85b90fa9
 MAX_OUT_BYTES = 64 << 20
@@ -117,7 +122,7 @@ def run_external(
     are read (`read_out`) and the folder removed."""
     if getattr(session, "kind", None) != "local":
         raise SandboxError("External agents run in the local sandbox (bubblewrap) only; use --sandbox local.")
-    url, headers = launch.upstream or model_endpoint(model)[::2]  # (URL, headers)
+    url, headers = forwarded_to(model, launch.upstream)
     out = Path(tempfile.mkdtemp(prefix="swecl-agent-out-"))
     os.chmod(out, 0o777)  # the sandbox's unprivileged user writes its transcript there
     try:
@@ -133,7 +138,7 @@ def run_external(
         shutil.rmtree(out, ignore_errors=True)
 
 # %% ../../nbs/agents/15a_external.ipynb #25a66f7b
-def host_exit(facts: dict, timed_out: bool, spent: bool, model_failure: str | None, probe=lambda: "not asked") -> dict:
+def host_exit(facts: dict, timed_out: bool, spent: bool, model_failure: str | None, probe) -> dict:
     """`facts` with the exit reason the host's evidence supports (see above); the evidence is added to the error.
     `probe()`: the host's own request to the model after the run (None: it answered). The agent can make the
     forwarder see a failure (a bad path, a malformed body), so a model failure needs both."""

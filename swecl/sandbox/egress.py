@@ -245,7 +245,7 @@ def exchange(conn, ep: Endpoint, h, rest: bytes, add: dict, timeout: float, keep
     return kept
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #335e9260
-def forward(conn, ep: Endpoint, add: dict, timeout: float, log: list, meter=None, answers: list | None = None):
+def forward(conn, ep: Endpoint, add: dict, timeout: float, log: list, answers: list, meter=None):
     """Serve one connection: one request checked, rewritten and sent to the endpoint, its response sent back. A `meter`
     (`refusal()`, `add(usage)`) refuses a request once the attempt's budget is spent and counts each response's tokens;
     `answers` gets how each forwarded request went (`exchange`), the host's own evidence of a model failure."""
@@ -257,9 +257,7 @@ def forward(conn, ep: Endpoint, add: dict, timeout: float, log: list, meter=None
     log.append((time.time(), None if isinstance(h, str) else f"{h.method} {h.target[:200]}", why))
     if why:
         return refuse(conn, why)
-    kept = exchange(
-        conn, ep, h, got[1], add, timeout, METERED if meter is not None else 0, [] if answers is None else answers
-    )
+    kept = exchange(conn, ep, h, got[1], add, timeout, METERED if meter is not None else 0, answers)
     if meter is not None:
         meter.add(response_usage(kept))
 
@@ -271,7 +269,7 @@ def serve(fwd, conn):
         return refuse(conn, f"more than {MAX_CONNECTIONS} connections at once")
     try:
         conn.settimeout(CLIENT_TIMEOUT)
-        forward(conn, fwd.ep, fwd.add, fwd.timeout, fwd.log, fwd.meter, fwd.answers)
+        forward(conn, fwd.ep, fwd.add, fwd.timeout, fwd.log, fwd.answers, fwd.meter)
     except OSError as e:  # the model server went away, or the agent's side stalled: a closed connection
         fwd.log.append((time.time(), None, f"connection: {type(e).__name__}"))
     finally:
