@@ -24,6 +24,7 @@ from swecl.agents.external import (
     issue_text,
     model_endpoint,
     run_external,
+    sandbox_seconds,
     usage_of,
 )
 from .messages_bridge import MessagesBridge, block_text
@@ -187,13 +188,14 @@ def ending(r: dict) -> dict:
 
 # %% ../../nbs/agents/15e_claude_code.ipynb #c5a4b05e
 def run_facts(events: list) -> dict:
-    """How the run ended, from the last `result` line: swecl's exit reason, the error, and the run's tokens as Claude
-    Code counted them (a step's line carries the stream's first count of output tokens, its result the whole); no
-    result line: `agent_error`."""
+    """How the run ended, as the last `result` line says: swecl's exit reason and the error (`host_exit` checks them);
+    no result line: `agent_error`. Its tokens are the forwarder's count, not this line's."""
     r = next((e for e in reversed(events) if e.get("type") == "result"), None)
-    if r is None:
-        return {"exit_reason": "agent_error", "error": "Claude Code wrote no result (see agent_log)"}
-    return {**ending(r), **({"usage": usage_of(r["usage"])} if isinstance(r.get("usage"), dict) else {})}
+    return (
+        ending(r)
+        if r is not None
+        else {"exit_reason": "agent_error", "error": "Claude Code wrote no result (see agent_log)"}
+    )
 
 # %% ../../nbs/agents/15e_claude_code.ipynb #764f008d
 def start_record(events: list, task, model, cfg: AgentConfig, t0: float, parts: list, bridge=None) -> dict:
@@ -235,11 +237,11 @@ def run_claude_code(task, session, model, config=None, memory_context=None, traj
     """Claude Code on `task` in `session` until it ends its turn or a limit ends it; the patch is the session's diff.
     `model_kwargs`: more of each chat request, for a model behind the bridge; `channel`: how the memory reaches it."""
     cfg, t0 = config or AgentConfig(), time.time()
-    seconds = (cfg.max_seconds or 3600) + 60
+    seconds = sandbox_seconds(cfg)
     in_file = memory_context if channel == "claude-md" else None
     with bridge_for(model, seconds, model_kwargs) or nullcontext() as bridge, memory_file(in_file) as folder:
         job, parts = launch_claude(task, model, cfg, memory_context, channel, bridge and (bridge.url, {}), folder)
-        ran = run_external(session, job, model, seconds, ["transcript.jsonl"], max_cost=cfg.max_cost)
+        ran = run_external(session, job, model, cfg, ["transcript.jsonl"])
     events = transcript_events(ran.files["transcript.jsonl"])
     try:  # the transcript is the agent's output: what swecl cannot read is the agent's failure, not swecl's
         records, facts = (
@@ -252,7 +254,7 @@ def run_claude_code(task, session, model, config=None, memory_context=None, traj
             "exit_reason": "agent_error",
             "error": f"Claude Code's transcript could not be read ({type(e).__name__})",
         }
-    return external_result(task, session, model, ran, facts, records, trajectory, t0)
+    return external_result(task, session, model, cfg, ran, facts, records, trajectory, t0)
 
 # %% ../../nbs/agents/15e_claude_code.ipynb #9130aa82
 def run_claude_code_md(task, session, model, config=None, memory_context=None, trajectory=None, extra_tools=None,

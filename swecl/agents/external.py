@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import re
 import tempfile
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections import Counter
 from dataclasses import dataclass
@@ -20,13 +21,14 @@ from pathlib import Path
 from ..agent.agent import AgentResult, Trajectory
 from ..base.core import SandboxError, owned_bytes
 from ..models.model_base import Usage, model_spec
-from ..sandbox.egress import ModelForwarder, relayed_command
-from ..sandbox.sandbox import PatchTooLarge
+from ..sandbox.egress import ModelForwarder, relayed_command, response_usage
+from ..sandbox.sandbox import PatchTooLarge, remove_tree
 
 # %% auto #0
-__all__ = ['KEY_HEADERS', 'ANTHROPIC_URL', 'MAX_OUT_BYTES', 'OUT', 'TOOLS', 'model_endpoint', 'forwarded_to', 'read_out',
-           'usage_of', 'CostMeter', 'Launch', 'ExternalRun', 'run_external', 'host_exit', 'probe_request',
-           'model_probe', 'issue_text', 'agent_prompt', 'run_usage', 'tool_counts', 'external_result']
+__all__ = ['KEY_HEADERS', 'ANTHROPIC_URL', 'MAX_OUT_BYTES', 'OUT', 'TOOLS', 'MODEL_CALLS', 'model_endpoint', 'forwarded_to',
+           'read_out', 'token_count', 'usage_of', 'model_call', 'Meter', 'Launch', 'ExternalRun', 'sandbox_seconds',
+           'run_external', 'limits_reached', 'host_exit', 'probe_request', 'model_probe', 'issue_text', 'agent_prompt',
+           'tool_counts', 'external_result']
 
 # %% ../../nbs/agents/15a_external.ipynb #472b96e5
 KEY_HEADERS = {  # model kind -> (the key's environment variable, the header the provider reads, its form)
@@ -60,36 +62,78 @@ def read_out(folder: Path, name: str) -> bytes | None:
     "A file the agent wrote into its out folder: a regular file, no link followed, at most `MAX_OUT_BYTES`; None otherwise."
     return owned_bytes(folder / name, MAX_OUT_BYTES)
 
-# %% ../../nbs/agents/15a_external.ipynb #93db0d75
+# %% ../../nbs/agents/15a_external.ipynb #ac1e42d5
+def token_count(u: dict, key: str) -> int:
+    "`u[key]`, a count of tokens (0 when absent); `ValueError` for anything else (a string, a float, a negative)."
+    n = u.get(key)
+    if n is None:
+        return 0
+    if type(n) is not int or n < 0:
+        raise ValueError(f"the usage's {key} is {n!r}, not a count of tokens")
+    return n
+
+# %% ../../nbs/agents/15a_external.ipynb #04594eef
 def usage_of(u: dict | None) -> Usage:
-    "swecl's `Usage` of a response's usage, OpenAI's (`prompt_tokens`, cached apart) or Anthropic's (`input_tokens`)."
-    u = u or {}
-    cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens") or u.get("cache_read_input_tokens") or 0
-    prompt = u.get("prompt_tokens")
-    return Usage(input=max(prompt - cached, 0) if prompt is not None else u.get("input_tokens") or 0,
-                 output=u.get("completion_tokens") or u.get("output_tokens") or 0,
-                 cache_creation=u.get("cache_creation_input_tokens") or 0, cache_read=cached)  # fmt: skip
+    """swecl's `Usage` of a response's usage, OpenAI's (`prompt_tokens`, cached apart) or Anthropic's (`input_tokens`);
+    `ValueError` when it is not a usage."""
+    u = {} if u is None else u
+    if not isinstance(u, dict) or not isinstance(u.get("prompt_tokens_details") or {}, dict):
+        raise ValueError(f"the usage is {type(u).__name__}, not an object")
+    cached = token_count(u.get("prompt_tokens_details") or {}, "cached_tokens") or token_count(
+        u, "cache_read_input_tokens"
+    )
+    prompt = token_count(u, "prompt_tokens") if "prompt_tokens" in u else None
+    return Usage(input=max(prompt - cached, 0) if prompt is not None else token_count(u, "input_tokens"),
+                 output=token_count(u, "completion_tokens") or token_count(u, "output_tokens"),
+                 cache_creation=token_count(u, "cache_creation_input_tokens"), cache_read=cached)  # fmt: skip
 
-# %% ../../nbs/agents/15a_external.ipynb #69bc5a56
-class CostMeter:
-    "The attempt's spend as the forwarder sees it, priced by `model`: past `max_cost`, the next request is refused."
+# %% ../../nbs/agents/15a_external.ipynb #ddae708c
+MODEL_CALLS = (
+    "/chat/completions",
+    "/messages",
+    "/responses",
+)  # OpenAI's chat, Anthropic's messages, OpenAI's responses
 
-    def __init__(self, model, max_cost: float):
-        self.model, self.max_cost, self.usage, self.spent = model, max_cost, Usage(), False
+
+def model_call(target: str) -> bool:
+    "Whether a request to `target` asks the model for an answer (a count of tokens, say, does not)."
+    return urllib.parse.urlsplit(target).path.rstrip("/").endswith(MODEL_CALLS)
+
+# %% ../../nbs/agents/15a_external.ipynb #2fb49359
+class Meter:
+    """The attempt's model calls as the forwarder sees them, the host's count and not the agent's: each answered call
+    (a 2xx answer to a `model_call`), its tokens from the response (`unmetered`: answers with none that can be read),
+    priced by `model`. Once `max_calls` are answered or `max_cost` is spent (None: no limit), the next request is refused."""
+
+    def __init__(self, model, max_cost: float | None = None, max_calls: int | None = None):
+        self.model, self.max_cost, self.max_calls = model, max_cost, max_calls
+        self.usage, self.calls, self.unmetered, self.spent, self.capped = Usage(), 0, 0, False, False
         self.lock = threading.Lock()  # the forwarder serves connections in threads
 
-    def add(self, u: dict | None):
+    def add(self, target: str, response: bytes):
+        if not (model_call(target) and re.match(rb"HTTP/1\.[01] 2\d\d", response)):
+            return
+        try:
+            u = None if (found := response_usage(response)) is None else usage_of(found)
+        except ValueError:
+            u = None
         with self.lock:
-            self.usage = self.usage + usage_of(u)
+            self.calls += 1
+            self.unmetered += u is None
+            self.usage = self.usage + (u or Usage())
 
     def refusal(self) -> str | None:
-        cost = self.model.cost(self.usage)
-        if cost is None or cost < self.max_cost:
-            return None
-        self.spent = True
-        return f"the attempt's max_cost of ${self.max_cost:g} is spent (${cost:.6g})"
+        with self.lock:
+            if self.max_calls is not None and self.calls >= self.max_calls:
+                self.capped = True
+                return f"the attempt's {self.max_calls} model calls (max_steps) are answered"
+            cost = self.model.cost(self.usage) if self.max_cost is not None else None
+            if cost is None or cost < self.max_cost:
+                return None
+            self.spent = True
+            return f"the attempt's max_cost of ${self.max_cost:g} is spent (${cost:.6g})"
 
-# %% ../../nbs/agents/15a_external.ipynb #9784d763
+# %% ../../nbs/agents/15a_external.ipynb #e7016e8d
 @dataclass
 class Launch:
     """How an adapter starts its agent: the command (bash, in /testbed; its tools at `TOOLS`), its standard input, its
@@ -102,57 +146,72 @@ class Launch:
     upstream: tuple | None = None
     mounts: tuple = ()
 
-
+# %% ../../nbs/agents/15a_external.ipynb #04cf7d0f
 @dataclass
 class ExternalRun:
     """What the host saw of one run of an agent (`run_external`): the sandbox's result, the wanted files of the out
-    folder (None: not written), whether the budget was spent, how the last model request failed (None: answered)."""
+    folder (None: not written), the forwarder's `Meter`, how the last model call failed (None: answered), its seconds."""
 
     result: object  # sandbox.RunResult
     files: dict
-    spent: bool
+    meter: Meter
     model_failure: str | None
+    seconds: float
+
+# %% ../../nbs/agents/15a_external.ipynb #1b9ea4fc
+def sandbox_seconds(cfg) -> float:
+    "The seconds an agent's sandbox lasts: the agent's own wall-clock limit first (`cfg.max_seconds`), a minute later."
+    return (cfg.max_seconds or 3600) + 60
 
 # %% ../../nbs/agents/15a_external.ipynb #268495a9
-def run_external(
-    session, launch: Launch, model, seconds: float, wanted=(), max_output: int = 1 << 20, max_cost: float | None = None
-):
-    """The `ExternalRun` of one run of an agent in `session`: tools read-only, the model forwarded (its requests
-    refused once `max_cost` is spent, priced by `model`), `/swecl-out` its own; the `wanted` files of its out folder
-    are read (`read_out`) and the folder removed."""
+def run_external(session, launch: Launch, model, cfg, wanted=(), max_output: int = 1 << 20):
+    """The `ExternalRun` of one run of an agent in `session` for `sandbox_seconds(cfg)`: tools read-only, the model
+    forwarded and metered (its requests refused past `cfg.max_steps` answered calls or `cfg.max_cost`, priced by
+    `model`), `/swecl-out` its own; the `wanted` files of its out folder are read (`read_out`) and the folder removed."""
     if getattr(session, "kind", None) != "local":
         raise SandboxError("External agents run in the local sandbox (bubblewrap) only; use --sandbox local.")
     url, headers = forwarded_to(model, launch.upstream)
     out = Path(tempfile.mkdtemp(prefix="swecl-agent-out-"))
     os.chmod(out, 0o777)  # the sandbox's unprivileged user writes its transcript there
     try:
-        meter = CostMeter(model, max_cost) if max_cost is not None else None
+        meter, seconds, t0 = Meter(model, cfg.max_cost, cfg.max_steps), sandbox_seconds(cfg), time.monotonic()
         with ModelForwarder(url, headers, timeout=seconds, meter=meter) as fwd:
             mounts = [*fwd.mount(), (launch.tools, TOOLS, False), (out, OUT, True), *launch.mounts]
             r = session.run(relayed_command(launch.command), timeout=seconds, max_output=max_output,
                             input=launch.stdin, extra_mounts=mounts)  # fmt: skip
-        failed = fwd.answers[-1] if fwd.answers else None  # the host's own record, not the agent's
+        calls = [failure for target, failure in fwd.answers if model_call(target)]  # the host's record, not the agent's
         files = {name: read_out(out, name) for name in wanted}
-        return ExternalRun(r, files, bool(meter and meter.spent), failed)
+        return ExternalRun(r, files, meter, calls[-1] if calls else None, time.monotonic() - t0)
     finally:
-        shutil.rmtree(out, ignore_errors=True)
+        remove_tree(out)  # what the agent left there, unreadable folders too
 
-# %% ../../nbs/agents/15a_external.ipynb #25a66f7b
-def host_exit(facts: dict, timed_out: bool, spent: bool, model_failure: str | None, probe) -> dict:
+# %% ../../nbs/agents/15a_external.ipynb #e9f301f9
+def limits_reached(ran: ExternalRun, cfg) -> dict:
+    "Which of the attempt's limits (`cfg`) the host saw reached, by exit reason."
+    cost = ran.meter.model.cost(ran.meter.usage)
+    return {"time_limit": ran.result.timed_out or bool(cfg.max_seconds) and ran.seconds >= cfg.max_seconds,
+            "cost_limit": ran.meter.spent or None not in (cfg.max_cost, cost) and cost >= cfg.max_cost,
+            "step_limit": ran.meter.capped or ran.meter.calls >= cfg.max_steps}  # fmt: skip
+
+# %% ../../nbs/agents/15a_external.ipynb #4c12677b
+def host_exit(facts: dict, ran: ExternalRun, cfg, probe) -> dict:
     """`facts` with the exit reason the host's evidence supports (see above); the evidence is added to the error.
     `probe()`: the host's own request to the model after the run (None: it answered). The agent can make the
     forwarder see a failure (a bad path, a malformed body), so a model failure needs both."""
-    if timed_out:
-        return facts | {"exit_reason": "time_limit"}
-    if spent:
-        return facts | {"exit_reason": "cost_limit"}
-    if facts["exit_reason"] != "model_error":
+    seen, claim = limits_reached(ran, cfg), facts["exit_reason"]
+    ended = "time_limit" if ran.result.timed_out else "cost_limit" if ran.meter.spent else "step_limit" if ran.meter.capped else None  # fmt: skip
+    if ended:  # the host ended the run
+        return facts | {"exit_reason": ended}
+    if claim in seen and not seen[claim]:
+        why = f"the agent reported {claim} ({facts.get('error')}) after {ran.meter.calls} model calls in {ran.seconds:.0f} s: the host saw no limit reached"  # fmt: skip
+        return facts | {"exit_reason": "agent_error", "error": why}
+    if claim != "model_error":
         return facts
-    if model_failure is None or (after := probe()) is None:
+    if ran.model_failure is None or (after := probe()) is None:
         why = f"the agent reported a model failure ({facts.get('error')}) that the host did not see: the model answered"
         return facts | {"exit_reason": "agent_error", "error": why}
     return facts | {
-        "error": f"{facts.get('error')}; the forwarder saw: {model_failure}; the host's own request: {after}"
+        "error": f"{facts.get('error')}; the forwarder saw: {ran.model_failure}; the host's own request: {after}"
     }
 
 # %% ../../nbs/agents/15a_external.ipynb #b6a1434f
@@ -193,36 +252,29 @@ def agent_prompt(task, memory_context: str | None) -> str:
     "The task as an external agent gets it: the memory's experience block first, when there is one, as swecl's loop does."
     return (f"{memory_context}\n\n" if memory_context else "") + issue_text(task)
 
-# %% ../../nbs/agents/15a_external.ipynb #204ea014
-def run_usage(run_facts: dict, records: list) -> Usage:
-    "The run's tokens: the agent's own total when it gives one (Claude Code's steps carry a stream's first count of output tokens), else its steps'."
-    return run_facts.get("usage") or sum(
-        (Usage(**r["reply"]["usage"]) for r in records if r.get("type") == "step"), Usage()
-    )
-
 # %% ../../nbs/agents/15a_external.ipynb #057446aa
 def tool_counts(records: list) -> dict:
-    "How often each tool was called in the run's steps."
+    "How often each tool was called in the run's steps (the transcript's word: only the agent sees its tools run)."
     return dict(Counter(x["tool"] for r in records if r.get("type") == "step" for x in r["results"] if x.get("tool")))
 
 # %% ../../nbs/agents/15a_external.ipynb #357e6bea
-def external_result(task, session, model, ran: ExternalRun, run_facts: dict, records: list, trajectory, t0: float):
-    """The `AgentResult` of an external run (its patch the session's diff, its tokens priced by `model`, its exit the
-    one the host stands behind: `host_exit` of what the transcript said, `run_facts`) with its trajectory records written."""
+def external_result(task, session, model, cfg, ran: ExternalRun, run_facts: dict, records: list, trajectory, t0: float):
+    """The `AgentResult` of an external run: its patch the session's diff, its steps and tokens the forwarder's count
+    (`ran.meter`, priced by `model`; no cost when a call's tokens are unknown), its exit the one the host stands
+    behind (`host_exit` of what the transcript said, `run_facts`); its trajectory records written."""
     probe = model_probe(model, *model_endpoint(model)[::2])  # the model's own server, not a bridge (closed by now)
-    run_facts = host_exit(run_facts, ran.result.timed_out, ran.spent, ran.model_failure, probe) | {
-        "log": ran.result.output
-    }
+    run_facts = host_exit(run_facts, ran, cfg, probe) | {"log": ran.result.output}
     traj = Trajectory(trajectory)
     try:
         patch, error, infra = session.diff(), run_facts.get("error"), None
     except PatchTooLarge as e:
         patch, error, infra = "", str(e), e.reason
-    usage, steps = run_usage(run_facts, records), sum(r.get("type") == "step" for r in records)
-    res = AgentResult(task.instance_id, patch, run_facts["exit_reason"], steps, tool_counts(records), usage, model.cost(usage),
+    usage, cost = ran.meter.usage, None if ran.meter.unmetered else model.cost(ran.meter.usage)
+    res = AgentResult(task.instance_id, patch, run_facts["exit_reason"], ran.meter.calls, tool_counts(records), usage, cost,
                       round(time.time() - t0, 3), str(traj.path) if traj.path else None, error, infra)  # fmt: skip
     for r in records:
         traj.write(r)
-    end = {k: v for k, v in res.__dict__.items() if k != "trajectory"} | {"usage": usage.dict()}
+    reported = sum(r.get("type") == "step" for r in records)  # beside the host's count, for a reader to compare
+    end = {k: v for k, v in res.__dict__.items() if k != "trajectory"} | {"usage": usage.dict(), "unmetered_calls": ran.meter.unmetered, "transcript_steps": reported}  # fmt: skip
     traj.write({"type": "end", "time": time.time(), **end, "agent_log": run_facts.get("log", "")[-4000:]})
     return res

@@ -14,6 +14,8 @@ import urllib.request
 import uuid
 from dataclasses import dataclass, field
 
+from ..sandbox.egress import MAX_BODY
+
 # %% auto #0
 __all__ = ['STOP_REASONS', 'block_text', 'tool_choice', 'chat_messages', 'chat_request', 'tool_input', 'message_response', 'sse',
            'message_events', 'anthropic_error', 'Upstream', 'chat_answer', 'answer', 'reply', 'BridgeHandler',
@@ -163,11 +165,16 @@ def answer(path: str, req: dict, up: Upstream) -> tuple[int, bytes, str]:
         return 200, json.dumps({"input_tokens": len(json.dumps(req)) // 4}).encode(), "application/json"
     if where != "/v1/messages":
         return (*anthropic_error(404, f"the bridge serves /v1/messages only, not {path[:100]}"), "application/json")
+    try:  # what cannot be translated is the agent's request, answered as its error (a 4xx, no model failure)
+        chat = chat_request(req, up.model, up.max_tokens, up.choice)
+    except Exception as e:  # noqa: BLE001
+        return (*anthropic_error(400, f"the bridge could not read the request ({type(e).__name__}: {e})"), "application/json")  # fmt: skip
     try:
-        chat = chat_answer(up, chat_request(req, up.model, up.max_tokens, up.choice))
+        msg = message_response(chat_answer(up, chat), req.get("model") or up.model)
     except urllib.error.HTTPError as e:
         return (*anthropic_error(e.code, e.read().decode("utf-8", "replace")), "application/json")
-    msg = message_response(chat, req.get("model") or up.model)
+    except Exception as e:  # noqa: BLE001  the server's answer could not be had or read: the model's failure
+        return (*anthropic_error(502, f"the bridge could not answer: {type(e).__name__}: {e}"), "application/json")
     if req.get("stream"):
         return 200, message_events(msg), "text/event-stream"
     return 200, json.dumps(msg).encode(), "application/json"
@@ -186,13 +193,17 @@ class BridgeHandler(http.server.BaseHTTPRequestHandler):
     "One request to a `MessagesBridge` (its server's `bridge`)."
 
     def do_POST(self):
-        bridge = self.server.bridge
+        bridge, n = self.server.bridge, self.headers.get("Content-Length") or "0"
+        if not n.isdigit() or int(n) > MAX_BODY:  # the forwarder refuses these first; the bridge reads no more
+            return reply(self, *anthropic_error(413, f"a request body of {n[:20]} bytes (at most {MAX_BODY})"), "application/json")  # fmt: skip
         try:
-            req = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-            bridge.note(req)
-            status, body, kind = bridge.answer(self.path, req)
-        except (ValueError, OSError) as e:
-            (status, body), kind = anthropic_error(502, f"the bridge could not answer: {e}"), "application/json"
+            req = json.loads(self.rfile.read(int(n)) or b"{}")
+        except ValueError:
+            req = None
+        if not isinstance(req, dict):
+            return reply(self, *anthropic_error(400, "the request body is not a JSON object"), "application/json")
+        bridge.note(req)
+        status, body, kind = bridge.answer(self.path, req)
         bridge.calls += 1
         reply(self, status, body, kind)
 
@@ -221,9 +232,11 @@ class MessagesBridge:
 
     def note(self, req: dict):
         "Keep the first request's system prompt and first message."
-        if self.system is None and "system" in req:
-            self.system = block_text(req["system"])
-            self.first_message = block_text(((req.get("messages") or [{}])[0] or {}).get("content"))
+        msgs = req.get("messages")
+        first = msgs[0] if isinstance(msgs, list) and msgs and isinstance(msgs[0], dict) else {}
+        if self.system is None and isinstance(req.get("system"), (str, list)):
+            self.system = block_text([b for b in req["system"] if isinstance(b, dict)] if isinstance(req["system"], list) else req["system"])  # fmt: skip
+            self.first_message = block_text(first.get("content") if isinstance(first.get("content"), str) else [b for b in first.get("content") or [] if isinstance(b, dict)])  # fmt: skip
 
     def __enter__(self):
         return self

@@ -54,7 +54,7 @@ def exit_reason(info: dict) -> str:
     status = info.get("exit_status") or ""
     return EXITS.get(status) or ("model_error" if status in MODEL_FAILURES else "agent_error")
 
-# %% ../../nbs/agents/15b_mini_swe_agent.ipynb #2b1fd4c9
+# %% ../../nbs/agents/15b_mini_swe_agent.ipynb #105d2c3e
 def reply_text(m: dict) -> str:
     "What the model said in a call: an assistant message's content, or (a reply mini-swe-agent rejected) the response's."
     if m.get("role") != "assistant":
@@ -63,7 +63,7 @@ def reply_text(m: dict) -> str:
     c = m.get("content")
     return c if isinstance(c, str) else json.dumps(c) if c else ""
 
-
+# %% ../../nbs/agents/15b_mini_swe_agent.ipynb #d1108be1
 def call_results(messages: list, i: int) -> list:
     "The results of the model call at message `i`: each command with the observation that follows, or its format error."
     m = messages[i]
@@ -115,9 +115,8 @@ def run_mini_swe_agent(
 ):
     "mini-swe-agent on `task` in `session` until it submits or a limit ends it; the patch is the session's diff."
     cfg, t0 = config or AgentConfig(), time.time()
-    seconds = (cfg.max_seconds or 3600) + 60  # its own wall-clock limit first; the sandbox's a minute later
     job = launch(task, model, cfg, memory_context, model_kwargs)
-    ran = run_external(session, job, model, seconds, ["trajectory.json"], max_cost=cfg.max_cost)
+    ran = run_external(session, job, model, cfg, ["trajectory.json"])
     raw = ran.files["trajectory.json"]
     try:
         data = json.loads(raw) if raw else None
@@ -125,4 +124,4 @@ def run_mini_swe_agent(
         data = None
     records, facts = transcript_records(data, task, model, cfg, t0)
     # the forwarder's refusal once the budget is spent reaches mini-swe-agent as a model error: `host_exit` reads it
-    return external_result(task, session, model, ran, facts, records, trajectory, t0)
+    return external_result(task, session, model, cfg, ran, facts, records, trajectory, t0)

@@ -25,8 +25,8 @@ from ..base.core import SandboxError, package_file
 
 # %% auto #0
 __all__ = ['DROPPED', 'TARGET', 'TOKEN', 'METHOD', 'VALUE', 'LENGTH', 'PRINTABLE', 'MAX_HEAD', 'CLIENT_TIMEOUT',
-           'MAX_CONNECTIONS', 'LOG_KEEP', 'METERED', 'FAILED_ANSWERS', 'MODEL_FOLDER', 'MODEL_PORT', 'RELAY',
-           'Endpoint', 'endpoint', 'Head', 'parse_head', 'target_refusal', 'body_refusal', 'forwarded_head',
+           'MAX_CONNECTIONS', 'LOG_KEEP', 'METERED', 'MAX_BODY', 'FAILED_ANSWERS', 'MODEL_FOLDER', 'MODEL_PORT',
+           'RELAY', 'Endpoint', 'endpoint', 'Head', 'parse_head', 'target_refusal', 'body_refusal', 'forwarded_head',
            'read_head', 'refuse', 'upstream', 'send_body', 'send_back', 'dechunked', 'response_usage', 'answer_failure',
            'exchange', 'forward', 'serve', 'ModelForwarder', 'inside_url', 'relayed_command']
 
@@ -71,7 +71,8 @@ MAX_HEAD = 64 << 10
 CLIENT_TIMEOUT = 60  # seconds the sandbox's side may leave a head or a body unfinished
 MAX_CONNECTIONS = 32  # at once; more are refused, so idle connections cannot pile up threads on the host
 LOG_KEEP = 10_000  # requests the log keeps, the latest
-METERED = 32 << 20  # bytes of a response kept to read its usage from, when a meter counts the budget
+METERED = 32 << 20  # bytes of a response kept for its meter (its usage, its status)
+MAX_BODY = 32 << 20  # bytes of a request body: a larger one is refused (no model call is that large)
 FAILED_ANSWERS = {401, 403, 404, 408, 429}  # beside every 5xx: an answer that is the model's failure, not the agent's
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #b86acd11
@@ -133,7 +134,7 @@ def body_refusal(h: Head) -> str | None:
     n = h.get("content-length")
     if n is not None and not LENGTH.match(n):
         return "a malformed Content-Length"
-    return None
+    return f"a request body over {MAX_BODY >> 20} MB" if n is not None and int(n) > MAX_BODY else None
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #c0f60b64
 def forwarded_head(h: Head, ep: Endpoint, add: dict) -> bytes:
@@ -144,7 +145,7 @@ def forwarded_head(h: Head, ep: Endpoint, add: dict) -> bytes:
     lines += [f"{k}: {v}" for k, v in add.items()] + ["Connection: close", "", ""]
     return "\r\n".join(lines).encode("latin-1")
 
-# %% ../../nbs/sandbox/03r_egress.ipynb #630fcfb4
+# %% ../../nbs/sandbox/03r_egress.ipynb #57dfa5e1
 def read_head(conn) -> tuple[bytes, bytes] | str:
     "(head without its blank line, the bytes read after it) from a connection, or why there is none ('': closed unused)."
     buf = b""
@@ -157,19 +158,19 @@ def read_head(conn) -> tuple[bytes, bytes] | str:
     head, _, rest = buf.partition(b"\r\n\r\n")
     return head, rest
 
-
+# %% ../../nbs/sandbox/03r_egress.ipynb #ea0e1e55
 def refuse(conn, why: str):
     body = f"swecl's model forwarder refused the request: {why}.\n".encode()
     conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
                  + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)  # fmt: skip
 
-# %% ../../nbs/sandbox/03r_egress.ipynb #7bb06240
+# %% ../../nbs/sandbox/03r_egress.ipynb #50fe111c
 def upstream(ep: Endpoint, timeout: float):
     "A connection to the endpoint (TLS for https, its certificate checked)."
     s = socket.create_connection((ep.host, ep.port), timeout=timeout)
     return ssl.create_default_context().wrap_socket(s, server_hostname=ep.host) if ep.scheme == "https" else s
 
-
+# %% ../../nbs/sandbox/03r_egress.ipynb #f59fded4
 def send_body(conn, up, rest: bytes, n: int):
     "The request body, exactly `n` bytes (what came with the head first); nothing after it is read."
     up.sendall(rest[:n])
@@ -231,24 +232,26 @@ def answer_failure(kept: bytes) -> str | None:
 # %% ../../nbs/sandbox/03r_egress.ipynb #82f74d45
 def exchange(conn, ep: Endpoint, h, rest: bytes, add: dict, timeout: float, keep: int, answers: list) -> bytes:
     """The checked request `h` (its body's first bytes `rest`) sent to the endpoint and its response sent back; its
-    first `keep` bytes returned. How it went is added to `answers`: None, or the model's failure (`answer_failure`)."""
+    first `keep` bytes returned. How it went is added to `answers`: (its target, None or the model's failure:
+    `answer_failure`)."""
     try:
         up_conn = upstream(ep, timeout)
     except OSError as e:
-        answers.append(f"the model server could not be reached ({type(e).__name__})")
+        answers.append((h.target, f"the model server could not be reached ({type(e).__name__})"))
         raise
     with up_conn as up:
         up.sendall(forwarded_head(h, ep, add))
         send_body(conn, up, rest, int(h.get("content-length") or 0))
         kept = send_back(up, conn, max(keep, 16))
-    answers.append(answer_failure(kept))
+    answers.append((h.target, answer_failure(kept)))
     return kept
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #335e9260
 def forward(conn, ep: Endpoint, add: dict, timeout: float, log: list, answers: list, meter=None):
     """Serve one connection: one request checked, rewritten and sent to the endpoint, its response sent back. A `meter`
-    (`refusal()`, `add(usage)`) refuses a request once the attempt's budget is spent and counts each response's tokens;
-    `answers` gets how each forwarded request went (`exchange`), the host's own evidence of a model failure."""
+    (`refusal()`, `add(target, response)`) refuses a request once the attempt's limits are reached and reads each
+    response (its first `METERED` bytes); `answers` gets how each forwarded request went (`exchange`), the host's own
+    evidence of a model failure."""
     got = read_head(conn)
     if got == "":  # a connection closed unused (the relay's readiness probe): nothing to log
         return
@@ -259,7 +262,7 @@ def forward(conn, ep: Endpoint, add: dict, timeout: float, log: list, answers: l
         return refuse(conn, why)
     kept = exchange(conn, ep, h, got[1], add, timeout, METERED if meter is not None else 0, answers)
     if meter is not None:
-        meter.add(response_usage(kept))
+        meter.add(h.target, kept)
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #c879763b
 def serve(fwd, conn):
@@ -283,7 +286,7 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 class ModelForwarder:
     """A unix socket in a folder of its own whose every connection reaches `url` only: the folder is what a sandbox
     binds (`mount`), `headers` (the API key) are added on the host. A context manager; `log` lists each request,
-    `answers` how each forwarded one went (None, or the model's failure)."""
+    `answers` how each forwarded one went ((target, None or the model's failure))."""
 
     def __init__(self, url: str, headers: dict | None = None, timeout: float = 600, meter=None):
         self.ep, self.add, self.timeout, self.log = endpoint(url), dict(headers or {}), timeout, deque(maxlen=LOG_KEEP)

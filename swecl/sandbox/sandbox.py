@@ -68,7 +68,7 @@ def shared_ccache(env: Env, writable: bool) -> tuple[list, dict]:
     read_only = {} if writable else {"CCACHE_READONLY": "1", "CCACHE_TEMPDIR": "/tmp"}  # ccache writes no file
     return [(host, SESSION_CCACHE, writable)], read_only
 
-# %% ../../nbs/sandbox/03_sandbox.ipynb #2794fa7f
+# %% ../../nbs/sandbox/03_sandbox.ipynb #54ba77c6
 def change_clock() -> int:
     """A time on the clock the kernel stamps inode change times with (its coarse one, which ticks every few ms): every
     change before the call is older, every change after it at least this."""
@@ -79,10 +79,29 @@ def change_clock() -> int:
         time.sleep(0.001)
     return now
 
-
+# %% ../../nbs/sandbox/03_sandbox.ipynb #fdde6e5a
 def remove_tree(path: Path):
-    "Remove `path` at any depth (rm walks without recursing; shutil.rmtree raises past ~1000), on its file system only."
-    subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], capture_output=True)
+    """Remove `path` at any depth (rm walks without recursing; shutil.rmtree raises past ~1000), on its file system
+    only; folders a sandboxed command made unreadable (mode 000) are opened first, which a non-root owner must do."""
+    rm = ["rm", "-rf", "--one-file-system", "--", str(path)]
+    if subprocess.run(rm, capture_output=True).returncode and os.path.lexists(path):
+        opened = [
+            "find",
+            str(path),
+            "-xdev",
+            "-type",
+            "d",
+            "!",
+            "-perm",
+            "-u=rwx",
+            "-exec",
+            "chmod",
+            "u+rwx",
+            "{}",
+            ";",
+        ]
+        subprocess.run(opened, capture_output=True)  # `;`, not `+`: each folder opened before find reads it
+        subprocess.run(rm, capture_output=True)
 
 # %% ../../nbs/sandbox/03_sandbox.ipynb #bb605016
 @runtime_checkable
@@ -468,7 +487,7 @@ def commit_setup(self: LocalSession):
     if r.exit_code == 0:
         self.base = r.output.strip().split()[-1]
 
-# %% ../../nbs/sandbox/03_sandbox.ipynb #8c1ec4cc
+# %% ../../nbs/sandbox/03_sandbox.ipynb #b6ac91aa
 @patch
 def changes(self: LocalSession, touched: list[str]) -> dict[str, str]:
     "`touched` paths with their git status against the base: M (modified), D (deleted), T (type), A (new)."
@@ -479,7 +498,7 @@ def changes(self: LocalSession, touched: list[str]) -> dict[str, str]:
     tracked = dict(zip(fields[1::2], fields[0::2]))
     return {f: tracked.get(f, "A") for f in touched}
 
-
+# %% ../../nbs/sandbox/03_sandbox.ipynb #65007638
 @patch
 def install_unaffected(self: LocalSession, touched: list[str]) -> bool:
     "Whether the install step over the tree with `touched` patched leaves the env as the prepared install did."
@@ -488,7 +507,7 @@ def install_unaffected(self: LocalSession, touched: list[str]) -> bool:
     read = lambda names: self.run(f"cat -- {' '.join(names)} 2>/dev/null", max_output=1 << 22).output
     return install_same(self.env.install, self.changes(touched), read)
 
-
+# %% ../../nbs/sandbox/03_sandbox.ipynb #854fd572
 @patch
 def install_kept(self: LocalSession, touched: list[str]) -> str | None:
     "Why the install step need not run again over `touched` (the env holds this testbed's install), or None."
