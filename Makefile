@@ -58,7 +58,7 @@ $(LOCAL_LLM_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[local-llm]"
 	@touch $@
 
-# AGENT picks who runs the tasks (swecl's loop, or an agent of swecl.agents.registry: `make local-llm AGENT=claude-code`);
+# AGENT picks who runs the tasks (swecl's loop, or an agent of swecl.agents.registry: `make local-llm AGENT=claude-code`, `AGENT=codex`);
 # the window fits Claude Code's system prompt and tools (about 4700 tokens) and a few steps.
 AGENT ?= swecl
 

@@ -12,6 +12,7 @@ from conftest import ROOT, run
 
 from swecl.agent.agent import AgentConfig, read_trajectory
 from swecl.agents.claude_code import CLAUDE_CODE, run_claude_code
+from swecl.agents.codex import CODEX, run_codex
 from swecl.agents.mini_swe_agent import run_mini_swe_agent
 from swecl.grading.grading import grade
 from swecl.models.local_llm import LocalServer, missing_packages
@@ -124,3 +125,33 @@ def test_swecl_run_with_an_external_agent(tmp_path, swecl_bin, agent, package):
             assert r["f2p_total"] > 0 and r["resolved"] is False, r
         manifest = json.loads((att.parent / "manifest.json").read_text())
         assert manifest["agent_package"] == package, manifest
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+@pytest.mark.parametrize("channel,memory", [("prompt", None), ("agents-md", EXPERIENCE)])
+def test_codex_runs_in_the_sandbox_against_the_local_model(server, channel, memory, tmp_path):
+    "Codex through the forwarder and the Responses bridge: called, its commands run in the sandbox, recorded, graded."
+    mini = load_mini()
+    task, sb = mini.task("swecl-mini__textkit-1"), LocalSandbox([mini.metadata["mirror"]])
+    model, traj = make_model(server.model), tmp_path / "t.jsonl"
+    with sb.open(task) as s:
+        res = run_codex(task, s, model, AgentConfig(max_steps=3, max_seconds=900), memory, traj, channel=channel)
+    recs = read_trajectory(traj)
+    start, end = recs[0], recs[-1]
+    assert (start["agent"], start["agent_version"], end["type"]) == (CODEX.name, CODEX.version, "end")
+    assert "Codex" in start["system"], start["system"][:500]  # its own instructions
+    given = start["model_message"] or ""  # the user messages of its first request, as the model got them
+    assert task.problem_statement.strip()[:60] in given, given[:2000]
+    assert (EXPERIENCE in given) == (memory is not None), given[:3000]
+    # the host's count: three answered calls, then the forwarder refuses and Codex fails its turn; or it answered sooner
+    assert (res.exit_reason, res.steps) == ("step_limit", 3) or (res.exit_reason == "submitted" and 1 <= res.steps <= 3), (
+        res, end.get("agent_log"))  # fmt: skip
+    assert res.usage.input > 0 and res.usage.output > 0 and res.cost == 0.0
+    g = grade(task, res.patch, sb)
+    assert g.error is None and g.f2p_total == len(task.FAIL_TO_PASS) and not g.resolved, g
+    ran = [r for st in recs if st["type"] == "step" for r in st["results"]]
+    print(
+        f"codex, channel={channel}, memory={'yes' if memory else 'no'}: {res.exit_reason}, {res.steps} calls, "
+        f"{res.usage}, {res.seconds:.0f} s, ran {[r['arguments'].get('command') for r in ran]}, patch {len(res.patch)} bytes"
+    )

@@ -15,5 +15,7 @@ MODULES = (
     "registry",
     "messages_bridge",
     "claude_code",
+    "responses_bridge",
+    "codex",
 )  # the folder's modules, in its order
 __getattr__, __dir__ = lazy_names(__name__, MODULES)  # a name is found when first asked for

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
-import tempfile
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
 
@@ -19,10 +17,10 @@ from swecl.agents.external import (
     OUT,
     TOOLS,
     Launch,
+    context_file,
     external_result,
     forwarded_to,
     issue_text,
-    model_endpoint,
     run_external,
     sandbox_seconds,
     usage_of,
@@ -35,8 +33,8 @@ from ..sandbox.egress import endpoint, inside_url
 # %% auto #0
 __all__ = ['CLAUDE_CODE', 'BINARY', 'CODING_TOOLS', 'MEMORY_FOLDER', 'CHANNELS', 'ENV', 'RESULT_EXITS', 'command_line',
            'prompt_parts', 'launch_claude', 'transcript_events', 'epoch', 'model_message', 'answers', 'tool_results',
-           'answer_results', 'answer_records', 'ending', 'run_facts', 'start_record', 'bridge_for', 'memory_file',
-           'run_claude_code', 'run_claude_code_md']
+           'answer_results', 'answer_records', 'ending', 'run_facts', 'start_record', 'bridge_for', 'run_claude_code',
+           'run_claude_code_md']
 
 # %% ../../nbs/agents/15e_claude_code.ipynb #4974831d
 CLAUDE_CODE = ToolPackage("npm", "@anthropic-ai/claude-code", "2.1.332")
@@ -212,24 +210,7 @@ def bridge_for(model, seconds: float, model_kwargs: dict | None) -> MessagesBrid
     "The bridge a model on an OpenAI-compatible server needs, with the model's own client settings; None for `anthropic:`."
     if model_spec(model.name).kind != "openai":
         return None
-    url, name, headers = model_endpoint(model)
-    return MessagesBridge(url, name, headers, timeout=seconds, max_tokens=getattr(model, "max_tokens", None),
-                          choice=getattr(model, "tool_choice", None), extra=model_kwargs)  # fmt: skip
-
-# %% ../../nbs/agents/15e_claude_code.ipynb #14a5fb64
-@contextmanager
-def memory_file(memory_context: str | None):
-    "A host folder holding a CLAUDE.md of the experience, removed afterwards (None: no experience)."
-    if not memory_context:
-        yield None
-        return
-    folder = Path(tempfile.mkdtemp(prefix="swecl-claude-md-"))
-    try:
-        (folder / "CLAUDE.md").write_text(memory_context)
-        folder.chmod(0o755)
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    return MessagesBridge.for_model(model, seconds, model_kwargs)
 
 # %% ../../nbs/agents/15e_claude_code.ipynb #e9ea524b
 def run_claude_code(task, session, model, config=None, memory_context=None, trajectory=None, extra_tools=None,
@@ -239,7 +220,10 @@ def run_claude_code(task, session, model, config=None, memory_context=None, traj
     cfg, t0 = config or AgentConfig(), time.time()
     seconds = sandbox_seconds(cfg)
     in_file = memory_context if channel == "claude-md" else None
-    with bridge_for(model, seconds, model_kwargs) or nullcontext() as bridge, memory_file(in_file) as folder:
+    with (
+        bridge_for(model, seconds, model_kwargs) or nullcontext() as bridge,
+        context_file(in_file, "CLAUDE.md") as folder,
+    ):
         job, parts = launch_claude(task, model, cfg, memory_context, channel, bridge and (bridge.url, {}), folder)
         ran = run_external(session, job, model, cfg, ["transcript.jsonl"])
     events = transcript_events(ran.files["transcript.jsonl"])

@@ -15,6 +15,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from ..sandbox.sandbox import PatchTooLarge, remove_tree
 __all__ = ['KEY_HEADERS', 'ANTHROPIC_URL', 'MAX_OUT_BYTES', 'OUT', 'TOOLS', 'MODEL_CALLS', 'model_endpoint', 'forwarded_to',
            'read_out', 'token_count', 'usage_of', 'model_call', 'Meter', 'Launch', 'ExternalRun', 'sandbox_seconds',
            'run_external', 'limits_reached', 'host_exit', 'probe_request', 'model_probe', 'issue_text', 'agent_prompt',
-           'tool_counts', 'external_result']
+           'context_file', 'tool_counts', 'external_result']
 
 # %% ../../nbs/agents/15a_external.ipynb #472b96e5
 KEY_HEADERS = {  # model kind -> (the key's environment variable, the header the provider reads, its form)
@@ -74,15 +75,18 @@ def token_count(u: dict, key: str) -> int:
 
 # %% ../../nbs/agents/15a_external.ipynb #04594eef
 def usage_of(u: dict | None) -> Usage:
-    """swecl's `Usage` of a response's usage, OpenAI's (`prompt_tokens`, cached apart) or Anthropic's (`input_tokens`);
-    `ValueError` when it is not a usage."""
+    """swecl's `Usage` of a response's usage: OpenAI's chat (`prompt_tokens`, cached apart) or Responses
+    (`input_tokens` with details), or Anthropic's (`input_tokens`, cache reads apart); `ValueError` when it is not a usage."""
     u = {} if u is None else u
-    if not isinstance(u, dict) or not isinstance(u.get("prompt_tokens_details") or {}, dict):
-        raise ValueError(f"the usage is {type(u).__name__}, not an object")
-    cached = token_count(u.get("prompt_tokens_details") or {}, "cached_tokens") or token_count(
-        u, "cache_read_input_tokens"
+    details = (
+        [u.get(k) or {} for k in ("prompt_tokens_details", "input_tokens_details")] if isinstance(u, dict) else [0]
     )
-    prompt = token_count(u, "prompt_tokens") if "prompt_tokens" in u else None
+    if not all(isinstance(x, dict) for x in details):
+        raise ValueError(f"the usage is {type(u).__name__}, not an object")
+    cached = max(token_count(x, "cached_tokens") for x in details) or token_count(u, "cache_read_input_tokens")
+    # OpenAI's counts (chat's prompt_tokens, Responses' input_tokens with details) hold the cached tokens too
+    whole = "prompt_tokens" if "prompt_tokens" in u else "input_tokens" if u.get("input_tokens_details") else None
+    prompt = token_count(u, whole) if whole else None
     return Usage(input=max(prompt - cached, 0) if prompt is not None else token_count(u, "input_tokens"),
                  output=token_count(u, "completion_tokens") or token_count(u, "output_tokens"),
                  cache_creation=token_count(u, "cache_creation_input_tokens"), cache_read=cached)  # fmt: skip
@@ -251,6 +255,21 @@ def issue_text(task) -> str:
 def agent_prompt(task, memory_context: str | None) -> str:
     "The task as an external agent gets it: the memory's experience block first, when there is one, as swecl's loop does."
     return (f"{memory_context}\n\n" if memory_context else "") + issue_text(task)
+
+# %% ../../nbs/agents/15a_external.ipynb #f6251610
+@contextmanager
+def context_file(text: str | None, name: str):
+    "A host folder holding the file `name` (an agent's context file: CLAUDE.md, AGENTS.md) of `text`, removed afterwards (None: no text)."
+    if not text:
+        yield None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="swecl-context-"))
+    try:
+        (folder / name).write_text(text)
+        folder.chmod(0o755)
+        yield folder
+    finally:
+        remove_tree(folder)
 
 # %% ../../nbs/agents/15a_external.ipynb #057446aa
 def tool_counts(records: list) -> dict:

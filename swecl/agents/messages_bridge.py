@@ -14,6 +14,7 @@ import urllib.request
 import uuid
 from dataclasses import dataclass, field
 
+from .external import model_endpoint
 from ..sandbox.egress import MAX_BODY
 
 # %% auto #0
@@ -226,6 +227,13 @@ class MessagesBridge:
         self.server.bridge = self
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @classmethod
+    def for_model(cls, model, seconds: float, model_kwargs: dict | None = None):
+        "The bridge to swecl `model` (an `openai:` one), with the model's own client settings and `model_kwargs` on each request."
+        url, name, headers = model_endpoint(model)
+        return cls(url, name, headers, timeout=seconds, max_tokens=getattr(model, "max_tokens", None),
+                   choice=getattr(model, "tool_choice", None), extra=model_kwargs)  # fmt: skip
 
     def answer(self, path: str, req: dict) -> tuple[int, bytes, str]:
         return answer(path, req, self.upstream)

@@ -22,7 +22,9 @@ class AgentRow:
     name: str
     module: str
     function: str
-    memory: tuple  # the channels of swecl's memory it has: 'prompt', 'tool', 'claude-md' (a context file)
+    memory: (
+        tuple  # the channels of swecl's memory it has: 'prompt', 'tool', 'claude-md' or 'agents-md' (a context file)
+    )
     about: str
 
 
@@ -34,6 +36,10 @@ AGENTS = {r.name: r for r in (
              "Claude Code (npm), Anthropic's coding agent, the agent of SWE-ContextBench's experiments"),
     AgentRow("claude-code-md", "swecl.agents.claude_code", "run_claude_code_md", ("claude-md",),
              "Claude Code with the experience in a read-only CLAUDE.md, the way memory files reach it"),
+    AgentRow("codex", "swecl.agents.codex", "run_codex", ("prompt",),
+             "Codex CLI (npm), OpenAI's coding agent, through swecl's Responses bridge"),
+    AgentRow("codex-md", "swecl.agents.codex", "run_codex_md", ("agents-md",),
+             "Codex CLI with the experience in its home's AGENTS.md, the user's own instructions to it"),
 )}  # fmt: skip
 DEFAULT_AGENT = "swecl"
 

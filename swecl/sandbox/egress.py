@@ -27,8 +27,8 @@ from ..base.core import SandboxError, package_file
 __all__ = ['DROPPED', 'TARGET', 'TOKEN', 'METHOD', 'VALUE', 'LENGTH', 'PRINTABLE', 'MAX_HEAD', 'CLIENT_TIMEOUT',
            'MAX_CONNECTIONS', 'LOG_KEEP', 'METERED', 'MAX_BODY', 'FAILED_ANSWERS', 'MODEL_FOLDER', 'MODEL_PORT',
            'RELAY', 'Endpoint', 'endpoint', 'Head', 'parse_head', 'target_refusal', 'body_refusal', 'forwarded_head',
-           'read_head', 'refuse', 'upstream', 'send_body', 'send_back', 'dechunked', 'response_usage', 'answer_failure',
-           'exchange', 'forward', 'serve', 'ModelForwarder', 'inside_url', 'relayed_command']
+           'read_head', 'refuse', 'upstream', 'send_body', 'send_back', 'dechunked', 'nested_usage', 'response_usage',
+           'answer_failure', 'exchange', 'forward', 'serve', 'ModelForwarder', 'inside_url', 'relayed_command']
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #d8c7abf7
 @dataclass(frozen=True)
@@ -204,9 +204,16 @@ def dechunked(body: bytes) -> bytes:
     return out
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #d4603446
+def nested_usage(d: dict, key: str):
+    "The usage of `d[key]`: Anthropic's stream starts with it in `message`, OpenAI's Responses stream ends with it in `response`."
+    inner = d.get(key)
+    return inner.get("usage") if isinstance(inner, dict) else None
+
+
 def response_usage(raw: bytes) -> dict | None:
     """The token usage a model server's response reports (an OpenAI or an Anthropic JSON body, or a stream of
-    server-sent events, its usages merged: Anthropic's gives the input first, the output last), or None."""
+    server-sent events, its usages merged: Anthropic's gives the input first, the output last; OpenAI's Responses
+    stream gives it in its `response.completed`), or None."""
     head, _, body = raw.partition(b"\r\n\r\n")
     if b"transfer-encoding: chunked" in head.lower():
         body = dechunked(body)
@@ -216,7 +223,7 @@ def response_usage(raw: bytes) -> dict | None:
             d = json.loads(text)
         except ValueError:
             continue
-        u = d.get("usage") or (d.get("message") or {}).get("usage") if isinstance(d, dict) else None
+        u = d.get("usage") or nested_usage(d, "message") or nested_usage(d, "response") if isinstance(d, dict) else None
         found = {**(found or {}), **u} if isinstance(u, dict) else found
     return found
 
