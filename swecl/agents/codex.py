@@ -28,36 +28,39 @@ from ..models.model_base import model_spec
 from ..sandbox.egress import endpoint, inside_url
 
 # %% auto #0
-__all__ = ['CODEX', 'BINARY', 'MEMORY_FOLDER', 'CHANNELS', 'ENV', 'TEXT_ITEMS', 'command_line', 'prompt_parts', 'launch_codex',
-           'item_result', 'event_records', 'run_facts', 'start_record', 'run_codex', 'run_codex_md']
+__all__ = ['CODEX', 'CODEX_BINARY', 'AGENTS_MD_FOLDER', 'CODEX_CHANNELS', 'CODEX_ENV', 'TEXT_ITEMS', 'codex_command',
+           'codex_prompt', 'launch_codex', 'item_result', 'event_records', 'turn_facts', 'codex_start', 'run_codex',
+           'run_codex_md']
 
 # %% ../../nbs/agents/15g_codex.ipynb #cdf2bc37
 CODEX = ToolPackage("npm", "@openai/codex", "0.171.0")
-BINARY = f"{TOOLS}/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"  # a static build
-MEMORY_FOLDER = "/swecl-memory"  # inside: AGENTS.md with the experience, read-only (the agents-md channel)
-CHANNELS = ("prompt", "agents-md")
-ENV = {"CODEX_HOME": f"{OUT}/codex", "HOME": f"{OUT}/home", "OPENAI_API_KEY": "swecl-forwarded"}
+CODEX_BINARY = (
+    f"{TOOLS}/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"  # a static build
+)
+AGENTS_MD_FOLDER = "/swecl-memory"  # inside: AGENTS.md with the experience, read-only (the agents-md channel)
+CODEX_CHANNELS = ("prompt", "agents-md")
+CODEX_ENV = {"CODEX_HOME": f"{OUT}/codex", "HOME": f"{OUT}/home", "OPENAI_API_KEY": "swecl-forwarded"}
 
 # %% ../../nbs/agents/15g_codex.ipynb #950c2a96
-def command_line(name: str, base_url: str, memory_file: bool) -> str:
+def codex_command(name: str, base_url: str, memory_file: bool) -> str:
     """The bash that starts Codex on its standard input's prompt, its model `name` at `base_url` (the relay inside the
     sandbox, the Responses API), its JSON events into the out folder; with `memory_file`, the AGENTS.md of its home first."""
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in ENV.items())
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in CODEX_ENV.items())
     provider = (
         f'model_providers.swecl={{name="swecl", base_url="{base_url}", env_key="OPENAI_API_KEY", wire_api="responses"}}'
     )
     args = ["exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "-m", name,
             "-c", "model_provider=swecl", "-c", provider, "--disable", "multi_agent", "-c", "tools.web_search=false", "-"]  # fmt: skip
-    home = f"mkdir -p {OUT}/codex {OUT}/home" + (f" && cp {MEMORY_FOLDER}/AGENTS.md {OUT}/codex/AGENTS.md" if memory_file else "")  # fmt: skip
-    return f"{home} && env {env} {BINARY} {shlex.join(args)} > {OUT}/transcript.jsonl"
+    home = f"mkdir -p {OUT}/codex {OUT}/home" + (f" && cp {AGENTS_MD_FOLDER}/AGENTS.md {OUT}/codex/AGENTS.md" if memory_file else "")  # fmt: skip
+    return f"{home} && env {env} {CODEX_BINARY} {shlex.join(args)} > {OUT}/transcript.jsonl"
 
 # %% ../../nbs/agents/15g_codex.ipynb #e20659ac
-def prompt_parts(task, memory_context: str | None, channel: str) -> list:
+def codex_prompt(task, memory_context: str | None, channel: str) -> list:
     """What Codex is given, as the start record keeps it: the experience (marked with its channel), then the issue. On
     the prompt channel the standard input is the parts joined by a blank line."""
-    if channel not in CHANNELS:
-        raise ValueError(f"Unknown memory channel {channel!r} for Codex; use one of {', '.join(CHANNELS)}.")
-    where = "prompt" if channel == "prompt" else f"{ENV['CODEX_HOME']}/AGENTS.md"
+    if channel not in CODEX_CHANNELS:
+        raise ValueError(f"Unknown memory channel {channel!r} for Codex; use one of {', '.join(CODEX_CHANNELS)}.")
+    where = "prompt" if channel == "prompt" else f"{CODEX_ENV['CODEX_HOME']}/AGENTS.md"
     return ([{"text": memory_context, "channel": where}] if memory_context else []) + [{"text": issue_text(task)}]
 
 # %% ../../nbs/agents/15g_codex.ipynb #18bb1bce
@@ -66,12 +69,12 @@ def launch_codex(
 ) -> tuple[Launch, list]:
     """(how Codex is started on `task`, what it is given); `upstream`: the bridge its requests go to, `memory`: the host
     folder holding the AGENTS.md of the agents-md channel."""
-    parts = prompt_parts(task, memory_context, channel)
+    parts = codex_prompt(task, memory_context, channel)
     stdin = "\n\n".join(p["text"] for p in parts) if channel == "prompt" else parts[-1]["text"]
-    mounts = ((memory, MEMORY_FOLDER, False),) if memory is not None else ()
+    mounts = ((memory, AGENTS_MD_FOLDER, False),) if memory is not None else ()
     url = inside_url(endpoint(forwarded_to(model, upstream)[0])) + "/v1"
     return Launch(
-        command_line(model_spec(model.name).name, url, memory is not None),
+        codex_command(model_spec(model.name).name, url, memory is not None),
         stdin,
         install_tools(CODEX),
         upstream,
@@ -108,7 +111,7 @@ def event_records(events: list) -> list:
     return steps + ([step("\n".join(said), [])] if said else [])
 
 # %% ../../nbs/agents/15g_codex.ipynb #9677f6ab
-def run_facts(events: list) -> dict:
+def turn_facts(events: list) -> dict:
     """How the run ended, as its last turn says: `submitted` when it completed, `model_error` when it failed (Codex
     fails a turn when its model requests do; `host_exit` checks that claim), `agent_error` when it wrote no turn end."""
     end = next((e for e in reversed(events) if e.get("type") in ("turn.completed", "turn.failed")), None)
@@ -122,7 +125,7 @@ def run_facts(events: list) -> dict:
     }
 
 # %% ../../nbs/agents/15g_codex.ipynb #b82e18bf
-def start_record(task, model, cfg: AgentConfig, t0: float, parts: list, bridge) -> dict:
+def codex_start(task, model, cfg: AgentConfig, t0: float, parts: list, bridge) -> dict:
     "swecl's start record: Codex's version, what it was given, and the instructions and first message the model got."
     return {"type": "start", "time": t0, "instance_id": task.instance_id, "model": model.name, "agent": CODEX.name,
             "agent_version": CODEX.version, "config": cfg.__dict__, "system": bridge.system, "prompt": parts,
@@ -142,9 +145,9 @@ def run_codex(task, session, model, config=None, memory_context=None, trajectory
         ran = run_external(session, job, model, cfg, ["transcript.jsonl"])
     events = transcript_events(ran.files["transcript.jsonl"])
     try:  # the events are the agent's output: what swecl cannot read is the agent's failure, not swecl's
-        records, facts = [start_record(task, model, cfg, t0, parts, bridge), *event_records(events)], run_facts(events)
+        records, facts = [codex_start(task, model, cfg, t0, parts, bridge), *event_records(events)], turn_facts(events)
     except Exception as e:  # noqa: BLE001
-        records = [start_record(task, model, cfg, t0, parts, bridge)]
+        records = [codex_start(task, model, cfg, t0, parts, bridge)]
         facts = {"exit_reason": "agent_error", "error": f"Codex's events could not be read ({type(e).__name__})"}
     return external_result(task, session, model, cfg, ran, facts, records, trajectory, t0)
 
