@@ -72,7 +72,7 @@ def launch_codex(
     parts = codex_prompt(task, memory_context, channel)
     stdin = "\n\n".join(p["text"] for p in parts) if channel == "prompt" else parts[-1]["text"]
     mounts = ((memory, AGENTS_MD_FOLDER, False),) if memory is not None else ()
-    url = inside_url(endpoint(forwarded_to(model, upstream)[0])) + "/v1"
+    url = inside_url(endpoint(forwarded_to(model, upstream)[0]))
     return Launch(
         codex_command(model_spec(model.name).name, url, memory is not None),
         stdin,

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from fastcore.basics import patch
+
 from ..agent.agent import AgentResult, Trajectory
 from ..base.core import SandboxError, owned_bytes
 from ..models.model_base import Usage, model_spec
@@ -26,9 +28,9 @@ from ..sandbox.egress import ModelForwarder, relayed_command, response_usage
 from ..sandbox.sandbox import PatchTooLarge, remove_tree
 
 # %% auto #0
-__all__ = ['KEY_HEADERS', 'ANTHROPIC_URL', 'MAX_OUT_BYTES', 'OUT', 'TOOLS', 'MODEL_CALLS', 'model_endpoint', 'forwarded_to',
-           'read_out', 'token_count', 'usage_of', 'model_call', 'Meter', 'Launch', 'ExternalRun', 'sandbox_seconds',
-           'run_external', 'limits_reached', 'host_exit', 'probe_request', 'model_probe', 'issue_text', 'agent_prompt',
+__all__ = ['KEY_HEADERS', 'ANTHROPIC_URL', 'MAX_OUT_BYTES', 'OUT', 'TOOLS', 'model_endpoint', 'forwarded_to', 'read_out',
+           'token_count', 'usage_of', 'Meter', 'Launch', 'ExternalRun', 'sandbox_seconds', 'run_external',
+           'limits_reached', 'host_exit', 'probe_request', 'probe_once', 'model_probe', 'issue_text', 'agent_prompt',
            'context_file', 'tool_counts', 'external_result']
 
 # %% ../../nbs/agents/15a_external.ipynb #472b96e5
@@ -91,51 +93,61 @@ def usage_of(u: dict | None) -> Usage:
                  output=token_count(u, "completion_tokens") or token_count(u, "output_tokens"),
                  cache_creation=token_count(u, "cache_creation_input_tokens"), cache_read=cached)  # fmt: skip
 
-# %% ../../nbs/agents/15a_external.ipynb #ddae708c
-MODEL_CALLS = (
-    "/chat/completions",
-    "/messages",
-    "/responses",
-)  # OpenAI's chat, Anthropic's messages, OpenAI's responses
-
-
-def model_call(target: str) -> bool:
-    "Whether a request to `target` asks the model for an answer (a count of tokens, say, does not)."
-    return urllib.parse.urlsplit(target).path.rstrip("/").endswith(MODEL_CALLS)
-
 # %% ../../nbs/agents/15a_external.ipynb #2fb49359
 class Meter:
     """The attempt's model calls as the forwarder sees them, the host's count and not the agent's: each answered call
-    (a 2xx answer to a `model_call`), its tokens from the response (`unmetered`: answers with none that can be read),
-    priced by `model`. Once `max_calls` are answered or `max_cost` is spent (None: no limit), the next request is refused."""
+    (a 2xx answer to an `egress.model_call`), its tokens from the response (`unmetered`: answers with none that can be
+    read), priced by `model`. A call holds a place from its admission to its answer, so calls in flight at once cannot
+    pass `max_calls`; past `max_cost`, or with `max_cost` and a call whose tokens are unknown, no request is admitted."""
 
     def __init__(self, model, max_cost: float | None = None, max_calls: int | None = None):
         self.model, self.max_cost, self.max_calls = model, max_cost, max_calls
-        self.usage, self.calls, self.unmetered, self.spent, self.capped = Usage(), 0, 0, False, False
+        self.usage, self.calls, self.pending, self.unmetered, self.spent, self.capped = Usage(), 0, 0, 0, False, False
         self.lock = threading.Lock()  # the forwarder serves connections in threads
 
-    def add(self, target: str, response: bytes):
-        if not (model_call(target) and re.match(rb"HTTP/1\.[01] 2\d\d", response)):
+    def admit(self, call: bool) -> str | None:
+        "Why the next request is refused (None: admitted; a model call then holds a place until `settle`)."
+        with self.lock:
+            if why := self.refusal(call):
+                return why
+            self.pending += call
+            return None
+
+    def settle(self, call: bool, response: bytes | None):
+        "A model call's answer (its first bytes; None: longer than kept, or none): counted when a 2xx, its place freed."
+        if not call:
             return
+        answered = response is not None and re.match(rb"HTTP/1\.[01] 2\d\d", response)
         try:
-            u = None if (found := response_usage(response)) is None else usage_of(found)
+            u = None if not answered or (found := response_usage(response)) is None else usage_of(found)
         except ValueError:
             u = None
         with self.lock:
-            self.calls += 1
-            self.unmetered += u is None
-            self.usage = self.usage + (u or Usage())
+            self.pending -= 1
+            if answered or response is None:  # an answer too long to read is an answer whose tokens are unknown
+                self.calls, self.unmetered, self.usage = (
+                    self.calls + 1,
+                    self.unmetered + (u is None),
+                    self.usage + (u or Usage()),
+                )
 
-    def refusal(self) -> str | None:
-        with self.lock:
-            if self.max_calls is not None and self.calls >= self.max_calls:
-                self.capped = True
-                return f"the attempt's {self.max_calls} model calls (max_steps) are answered"
-            cost = self.model.cost(self.usage) if self.max_cost is not None else None
-            if cost is None or cost < self.max_cost:
-                return None
-            self.spent = True
-            return f"the attempt's max_cost of ${self.max_cost:g} is spent (${cost:.6g})"
+# %% ../../nbs/agents/15a_external.ipynb #c904db70
+@patch
+def refusal(self: Meter, call: bool = True) -> str | None:
+    "Why a request is refused now (the caller holds the lock); a limit reached is recorded (`capped`, `spent`)."
+    if call and self.max_calls is not None and self.calls + self.pending >= self.max_calls:
+        self.capped = self.capped or self.calls >= self.max_calls
+        return f"the attempt's {self.max_calls} model calls (max_steps) are answered or under way"
+    if self.max_cost is not None and self.unmetered:
+        self.spent = True
+        return (
+            f"a model call's tokens could not be read, so the attempt's max_cost of ${self.max_cost:g} cannot be held"
+        )
+    cost = self.model.cost(self.usage) if self.max_cost is not None else None
+    if cost is None or cost < self.max_cost:
+        return None
+    self.spent = True
+    return f"the attempt's max_cost of ${self.max_cost:g} is spent (${cost:.6g})"
 
 # %% ../../nbs/agents/15a_external.ipynb #e7016e8d
 @dataclass
@@ -183,9 +195,9 @@ def run_external(session, launch: Launch, model, cfg, wanted=(), max_output: int
             mounts = [*fwd.mount(), (launch.tools, TOOLS, False), (out, OUT, True), *launch.mounts]
             r = session.run(relayed_command(launch.command), timeout=seconds, max_output=max_output,
                             input=launch.stdin, extra_mounts=mounts)  # fmt: skip
-        calls = [failure for target, failure in fwd.answers if model_call(target)]  # the host's record, not the agent's
+        failed = fwd.answers[-1] if fwd.answers else None  # the host's record of the last model call, not the agent's
         files = {name: read_out(out, name) for name in wanted}
-        return ExternalRun(r, files, meter, calls[-1] if calls else None, time.monotonic() - t0)
+        return ExternalRun(r, files, meter, failed, time.monotonic() - t0)
     finally:
         remove_tree(out)  # what the agent left there, unreadable folders too
 
@@ -227,18 +239,28 @@ def probe_request(model, url: str, headers: dict) -> urllib.request.Request:
     return urllib.request.Request(url.rstrip("/") + ("/v1/messages" if anthropic else "/chat/completions"),
                                   json.dumps(body).encode(), {"Content-Type": "application/json", **extra, **headers})  # fmt: skip
 
-# %% ../../nbs/agents/15a_external.ipynb #f1374cbd
-def model_probe(model, url: str, headers: dict, timeout: float = 30):
-    "A `probe` for `host_exit`: `probe_request` sent once; None when the model answers (a 4xx other than 429 is an answer)."
+# %% ../../nbs/agents/15a_external.ipynb #916cfaa2
+def probe_once(request: urllib.request.Request, timeout: float) -> str | None:
+    "How the host's own request failed; None when the model answered (a 4xx other than 429 is an answer)."
+    try:
+        with urllib.request.urlopen(request, timeout=timeout):
+            return None
+    except urllib.error.HTTPError as e:
+        return None if e.code < 500 and e.code != 429 else f"it answered {e.code}"
+    except OSError as e:
+        return f"it could not be reached ({type(getattr(e, 'reason', e)).__name__})"
+
+# %% ../../nbs/agents/15a_external.ipynb #e3eaf627
+def model_probe(model, url: str, headers: dict, timeout: float = 60, tries: int = 3, pause: float = 10):
+    """A `probe` for `host_exit`: `probe_request` sent up to `tries` times, `pause` seconds apart (a server the agent
+    left busy with a long generation answers later); None when the model answers (`probe_once`)."""
 
     def probe() -> str | None:
-        try:
-            with urllib.request.urlopen(probe_request(model, url, headers), timeout=timeout):
+        for n in range(tries):
+            if (failed := probe_once(probe_request(model, url, headers), timeout)) is None:
                 return None
-        except urllib.error.HTTPError as e:
-            return None if e.code < 500 and e.code != 429 else f"it answered {e.code}"
-        except OSError as e:
-            return f"it could not be reached ({type(getattr(e, 'reason', e)).__name__})"
+            time.sleep(pause if n < tries - 1 else 0)
+        return f"{failed}, {tries} times over {tries * timeout + (tries - 1) * pause:.0f} s at most"
 
     return probe
 

@@ -27,7 +27,7 @@ def block_text(content) -> str:
     "The text of a content that is a string or a list of blocks (a tool result's, say); other blocks are named, not kept."
     if isinstance(content, str):
         return content
-    parts = [b.get("text", "") if b.get("type") == "text" else f"[{b.get('type', 'block')}]" for b in content or []]
+    parts = [str(b.get("text", "")) if b.get("type") == "text" else f"[{b.get('type', 'block')}]" for b in content or [] if isinstance(b, dict)]  # fmt: skip
     return "\n".join(p for p in parts if p)
 
 # %% ../../nbs/agents/15d_messages_bridge.ipynb #9461686b

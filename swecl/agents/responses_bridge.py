@@ -139,8 +139,8 @@ def openai_error(status: int, message: str, kind: str = "server_error") -> tuple
 # %% ../../nbs/agents/15f_responses_bridge.ipynb #8b6d5aeb
 def answer_responses(path: str, req: dict, up: Upstream) -> tuple[int, bytes, str]:
     "(status, body, content type) of one request the Responses bridge serves from `up`."
-    if urllib.parse.urlsplit(path).path.rstrip("/") != "/v1/responses":
-        return openai_error(404, f"the bridge serves /v1/responses only, not {path[:100]}")
+    if urllib.parse.urlsplit(path).path.rstrip("/") != "/responses":  # its URL is a base URL, as OpenAI's .../v1 is
+        return openai_error(404, f"the bridge serves /responses only, not {path[:100]}")
     try:
         chat = responses_chat(req, up.model, up.max_tokens, up.choice)
     except Exception as e:  # noqa: BLE001

@@ -5,6 +5,7 @@
 # %% ../../nbs/sandbox/03r_egress.ipynb #e9fd93a2
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -25,12 +26,13 @@ from ..base.core import SandboxError, package_file
 
 # %% auto #0
 __all__ = ['DROPPED', 'TARGET', 'TOKEN', 'METHOD', 'VALUE', 'LENGTH', 'PRINTABLE', 'MAX_HEAD', 'CLIENT_TIMEOUT',
-           'MAX_CONNECTIONS', 'LOG_KEEP', 'METERED', 'MAX_BODY', 'FAILED_ANSWERS', 'MODEL_FOLDER', 'MODEL_PORT',
-           'RELAY', 'Endpoint', 'endpoint', 'Head', 'parse_head', 'target_refusal', 'body_refusal', 'forwarded_head',
-           'read_head', 'refuse', 'upstream', 'send_body', 'send_back', 'dechunked', 'nested_usage', 'response_usage',
-           'answer_failure', 'exchange', 'forward', 'serve', 'ModelForwarder', 'inside_url', 'relayed_command']
+           'MAX_CONNECTIONS', 'LOG_KEEP', 'METERED', 'MAX_BODY', 'FAILED_ANSWERS', 'MODEL_CALLS', 'SIDE_REQUESTS',
+           'MODEL_FOLDER', 'MODEL_PORT', 'RELAY', 'Endpoint', 'endpoint', 'Head', 'parse_head', 'target_refusal',
+           'model_call', 'body_refusal', 'forwarded_head', 'read_head', 'refuse', 'upstream', 'send_body', 'send_back',
+           'dechunked', 'nested_usage', 'response_usage', 'answer_failure', 'exchange', 'forward', 'serve',
+           'ModelForwarder', 'inside_url', 'relayed_command']
 
-# %% ../../nbs/sandbox/03r_egress.ipynb #d8c7abf7
+# %% ../../nbs/sandbox/03r_egress.ipynb #b8972507
 @dataclass(frozen=True)
 class Endpoint:
     "The one place a forwarder sends requests: scheme, host, port and the path every request must lie under."
@@ -40,7 +42,7 @@ class Endpoint:
     port: int
     path: str  # no trailing slash: '' or '/v1'
 
-
+# %% ../../nbs/sandbox/03r_egress.ipynb #3848ceec
 def endpoint(url: str) -> Endpoint:
     "The `Endpoint` of a model server's base URL; `SandboxError` for anything but http(s)://host[:port][/path]."
     u = urlsplit(str(url))
@@ -52,7 +54,7 @@ def endpoint(url: str) -> Endpoint:
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #67f4e4ff
 DROPPED = {"authorization", "x-api-key", "proxy-authorization", "host", "connection", "keep-alive", "proxy-connection",
-           "te", "upgrade", "transfer-encoding", "expect",
+           "te", "upgrade", "transfer-encoding", "expect", "accept-encoding",  # identity: a body the meter can read
            # what a proxy or framework behind the model server may read as another path, host or method
            "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-prefix", "x-real-ip",
            "x-original-url", "x-rewrite-url", "x-http-method-override", "x-http-method", "x-method-override"}  # fmt: skip
@@ -73,7 +75,11 @@ MAX_CONNECTIONS = 32  # at once; more are refused, so idle connections cannot pi
 LOG_KEEP = 10_000  # requests the log keeps, the latest
 METERED = 32 << 20  # bytes of a response kept for its meter (its usage, its status)
 MAX_BODY = 32 << 20  # bytes of a request body: a larger one is refused (no model call is that large)
-FAILED_ANSWERS = {401, 403, 404, 408, 429}  # beside every 5xx: an answer that is the model's failure, not the agent's
+FAILED_ANSWERS = {401, 403, 408, 429}  # beside every 5xx: the model's failure (a 404 is the agent's path or model name)
+# what is forwarded, under the endpoint's path: the model calls (OpenAI's chat and responses, Anthropic's messages) and
+# a count of tokens; any other path of the server (completions, batches, admin) is refused
+MODEL_CALLS = ("/chat/completions", "/responses", "/v1/messages")
+SIDE_REQUESTS = ("/v1/messages/count_tokens",)
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #b86acd11
 @dataclass
@@ -113,7 +119,7 @@ def parse_head(raw: bytes) -> Head | str:
         return "Content-Length given more than once"
     return Head(*parts, headers)
 
-# %% ../../nbs/sandbox/03r_egress.ipynb #c3d587b4
+# %% ../../nbs/sandbox/03r_egress.ipynb #bf58f178
 def target_refusal(h: Head, ep: Endpoint) -> str | None:
     "Why the request's target does not lie under the endpoint's path (None: it does)."
     path = h.target.split("?", 1)[0]
@@ -124,7 +130,14 @@ def target_refusal(h: Head, ep: Endpoint) -> str | None:
         return f"the path {path[:80]} is not in plain form"
     if not (path == ep.path or path.startswith(ep.path + "/")):
         return f"the path {path[:80]} is not under the model server's {ep.path or '/'}"
+    if h.method != "POST" or path.rstrip("/") not in [ep.path + p for p in MODEL_CALLS + SIDE_REQUESTS]:
+        return f"{h.method} {path[:80]} is no model call; only POST {', '.join(MODEL_CALLS)} (and a count of tokens) are forwarded"
     return None
+
+# %% ../../nbs/sandbox/03r_egress.ipynb #1df40b84
+def model_call(h: Head, ep: Endpoint) -> bool:
+    "Whether the (forwarded) request asks the model for an answer: a step of the agent, metered."
+    return h.target.split("?", 1)[0].rstrip("/") in [ep.path + p for p in MODEL_CALLS]
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #5f913afc
 def body_refusal(h: Head) -> str | None:
@@ -180,28 +193,36 @@ def send_body(conn, up, rest: bytes, n: int):
         left -= len(data)
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #399dd9f5
-def send_back(up, conn, keep: int = 0) -> bytes:
-    "The response, byte for byte, until the server closes (it was asked to); its first `keep` bytes are returned."
-    kept = b""
+def send_back(up, conn, keep: int = 0) -> tuple[bytes, bool]:
+    """The response, byte for byte, until the server closes (it was asked to): (its first `keep` bytes, whether that is
+    all of it). An agent that hangs up is sent no more, but the first `keep` bytes are still read, for the meter."""
+    kept, whole, listening = bytearray(), True, True
     while data := up.recv(1 << 16):
-        conn.sendall(data)
+        if listening:
+            try:
+                conn.sendall(data)
+            except OSError:
+                listening = False
+        whole = whole and len(kept) + len(data) <= keep
         kept += data[: max(keep - len(kept), 0)]
-    return kept
+        if not listening and len(kept) >= keep:
+            break
+    return bytes(kept), whole
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #59323d37
 def dechunked(body: bytes) -> bytes:
     "A chunked transfer-encoded body's content (as much as is whole)."
-    out = b""
-    while body:
-        size, _, rest = body.partition(b"\r\n")
+    out, at = bytearray(), 0  # offsets, not slices: a long stream of small chunks stays linear
+    while (eol := body.find(b"\r\n", at)) >= 0:
         try:
-            n = int(size.split(b";")[0], 16)
+            n = int(body[at:eol].split(b";")[0], 16)
         except ValueError:
             break
         if n == 0:
             break
-        out, body = out + rest[:n], rest[n + 2 :]
-    return out
+        out += body[eol + 2 : eol + 2 + n]
+        at = eol + 4 + n
+    return bytes(out)
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #d4603446
 def nested_usage(d: dict, key: str):
@@ -237,39 +258,50 @@ def answer_failure(kept: bytes) -> str | None:
     return f"the model server answered {code}" if code >= 500 or code in FAILED_ANSWERS else None
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #82f74d45
-def exchange(conn, ep: Endpoint, h, rest: bytes, add: dict, timeout: float, keep: int, answers: list) -> bytes:
-    """The checked request `h` (its body's first bytes `rest`) sent to the endpoint and its response sent back; its
-    first `keep` bytes returned. How it went is added to `answers`: (its target, None or the model's failure:
-    `answer_failure`)."""
+def exchange(conn, ep: Endpoint, h, rest: bytes, add: dict, timeout: float, keep: int, failures: list, open_: set):
+    """The checked request `h` (its body's first bytes `rest`) sent to the endpoint and its response sent back:
+    (its first `keep` bytes, or None when it was longer). How it went is added to `failures`: None, or the model's
+    failure (`answer_failure`); the upstream socket is in `open_` while it is (so closing the forwarder can cut it)."""
     try:
         up_conn = upstream(ep, timeout)
     except OSError as e:
-        answers.append((h.target, f"the model server could not be reached ({type(e).__name__})"))
+        failures.append(f"the model server could not be reached ({type(e).__name__})")
         raise
-    with up_conn as up:
-        up.sendall(forwarded_head(h, ep, add))
-        send_body(conn, up, rest, int(h.get("content-length") or 0))
-        kept = send_back(up, conn, max(keep, 16))
-    answers.append((h.target, answer_failure(kept)))
-    return kept
+    open_.add(up_conn)
+    try:
+        with up_conn as up:
+            up.sendall(forwarded_head(h, ep, add))
+            send_body(conn, up, rest, int(h.get("content-length") or 0))
+            kept, whole = send_back(up, conn, max(keep, 16))
+    finally:
+        open_.discard(up_conn)
+    failures.append(answer_failure(kept))
+    return kept if whole else None
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #335e9260
-def forward(conn, ep: Endpoint, add: dict, timeout: float, log: list, answers: list, meter=None):
-    """Serve one connection: one request checked, rewritten and sent to the endpoint, its response sent back. A `meter`
-    (`refusal()`, `add(target, response)`) refuses a request once the attempt's limits are reached and reads each
-    response (its first `METERED` bytes); `answers` gets how each forwarded request went (`exchange`), the host's own
-    evidence of a model failure."""
+def forward(fwd, conn):
+    """Serve one connection of `fwd` (a `ModelForwarder`): one request checked, rewritten and sent to the endpoint, its
+    response sent back. Its `meter` (`admit(call)`, `settle(call, response)`) may refuse a request (its limits are
+    reached; a model call admitted holds a place until settled) and reads each model call's response (its first
+    `METERED` bytes; None when longer); `answers` gets how each model call went (`exchange`), the host's evidence of a
+    model failure."""
     got = read_head(conn)
     if got == "":  # a connection closed unused (the relay's readiness probe): nothing to log
         return
     h = got if isinstance(got, str) else parse_head(got[0])
-    why = h if isinstance(h, str) else target_refusal(h, ep) or body_refusal(h) or (meter and meter.refusal())
-    log.append((time.time(), None if isinstance(h, str) else f"{h.method} {h.target[:200]}", why))
+    why = h if isinstance(h, str) else target_refusal(h, fwd.ep) or body_refusal(h)
+    call = not why and model_call(h, fwd.ep)
+    why = why or (fwd.meter and fwd.meter.admit(call))
+    fwd.log.append((time.time(), None if isinstance(h, str) else f"{h.method} {h.target[:200]}", why))
     if why:
         return refuse(conn, why)
-    kept = exchange(conn, ep, h, got[1], add, timeout, METERED if meter is not None else 0, answers)
-    if meter is not None:
-        meter.add(h.target, kept)
+    kept = b""  # no answer, unless one comes
+    try:
+        keep = METERED if fwd.meter is not None else 0
+        kept = exchange(conn, fwd.ep, h, got[1], fwd.add, fwd.timeout, keep, fwd.answers if call else [], fwd.upstreams)
+    finally:  # a call whose answer never came releases its place
+        if fwd.meter is not None:
+            fwd.meter.settle(call, kept)
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #c879763b
 def serve(fwd, conn):
@@ -279,7 +311,7 @@ def serve(fwd, conn):
         return refuse(conn, f"more than {MAX_CONNECTIONS} connections at once")
     try:
         conn.settimeout(CLIENT_TIMEOUT)
-        forward(conn, fwd.ep, fwd.add, fwd.timeout, fwd.log, fwd.answers, fwd.meter)
+        forward(fwd, conn)
     except OSError as e:  # the model server went away, or the agent's side stalled: a closed connection
         fwd.log.append((time.time(), None, f"connection: {type(e).__name__}"))
     finally:
@@ -288,12 +320,14 @@ def serve(fwd, conn):
 # %% ../../nbs/sandbox/03r_egress.ipynb #da65f0d1
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
+    request_queue_size = MAX_CONNECTIONS  # connections at once wait to be served (or refused), not bounced
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #2b525a7c
 class ModelForwarder:
     """A unix socket in a folder of its own whose every connection reaches `url` only: the folder is what a sandbox
     binds (`mount`), `headers` (the API key) are added on the host. A context manager; `log` lists each request,
-    `answers` how each forwarded one went ((target, None or the model's failure))."""
+    `answers` how each model call went (None, or the model's failure). Closing it cuts what is still in flight and
+    waits for its connections, so what it counted is whole."""
 
     def __init__(self, url: str, headers: dict | None = None, timeout: float = 600, meter=None):
         self.ep, self.add, self.timeout, self.log = endpoint(url), dict(headers or {}), timeout, deque(maxlen=LOG_KEEP)
@@ -302,13 +336,18 @@ class ModelForwarder:
             meter,
             deque(maxlen=LOG_KEEP),
         )
+        self.upstreams, self.serving = set(), set()  # sockets to the model server in flight; connection threads
         self.folder = Path(tempfile.mkdtemp(prefix="swecl-model-"))
         self.socket = self.folder / "model.sock"
         fwd = self
 
         class Handler(socketserver.BaseRequestHandler):
             def handle(self):
-                serve(fwd, self.request)
+                fwd.serving.add(threading.current_thread())
+                try:
+                    serve(fwd, self.request)
+                finally:
+                    fwd.serving.discard(threading.current_thread())
 
         self.server = _Server(str(self.socket), Handler)
         os.chmod(self.folder, 0o755)
@@ -321,21 +360,27 @@ class ModelForwarder:
     def __exit__(self, *a):
         self.close()
 
-# %% ../../nbs/sandbox/03r_egress.ipynb #e74e8565
+# %% ../../nbs/sandbox/03r_egress.ipynb #2fe9222c
 MODEL_FOLDER, MODEL_PORT = "/swecl-model", 4000  # inside the sandbox: the socket's folder, the relay's port
 RELAY = "/swecl-agents/model_relay.py"  # swecl/data/agents, the scripts agents run by
 
-
+# %% ../../nbs/sandbox/03r_egress.ipynb #22612fe9
 @patch
 def mount(self: ModelForwarder) -> list:
     "The `extra_mounts` of a sandboxed command that reaches the model: the socket's folder and swecl's agent scripts (the relay), read-only."
     return [(self.folder, MODEL_FOLDER, False), (package_file("agents").resolve(), "/swecl-agents", False)]
 
-
+# %% ../../nbs/sandbox/03r_egress.ipynb #426428b0
 @patch
-def close(self: ModelForwarder):
+def close(self: ModelForwarder, wait: float = 30):
     self.server.shutdown()
     self.server.server_close()
+    for s in list(self.upstreams):  # a generation the agent started and left: cut, so the model server is free
+        with contextlib.suppress(OSError):
+            s.shutdown(socket.SHUT_RDWR)
+    deadline = time.monotonic() + wait
+    for t in list(self.serving):  # their counts land before anyone reads the meter
+        t.join(max(deadline - time.monotonic(), 0))
     self.socket.unlink(missing_ok=True)
     self.folder.rmdir()
 
