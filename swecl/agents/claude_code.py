@@ -20,7 +20,8 @@ from swecl.agents.external import (
     context_file,
     external_result,
     forwarded_to,
-    issue_text,
+    given_parts,
+    prompt_text,
     run_external,
     sandbox_seconds,
     usage_of,
@@ -75,8 +76,7 @@ def prompt_parts(task, memory_context: str | None, channel: str) -> list:
     On the prompt channel the standard input is the parts joined by a blank line."""
     if channel not in CHANNELS:
         raise ValueError(f"Unknown memory channel {channel!r} for Claude Code; use one of {', '.join(CHANNELS)}.")
-    where = "prompt" if channel == "prompt" else f"{MEMORY_FOLDER}/CLAUDE.md"
-    return ([{"text": memory_context, "channel": where}] if memory_context else []) + [{"text": issue_text(task)}]
+    return given_parts(task, memory_context, None if channel == "prompt" else f"{MEMORY_FOLDER}/CLAUDE.md")
 
 # %% ../../nbs/agents/15e_claude_code.ipynb #fbbcb963
 def launch_claude(
@@ -91,7 +91,7 @@ def launch_claude(
     """(how Claude Code is started on `task`, what it is given); `upstream`: where its requests go (a bridge), `memory`:
     the host folder holding the CLAUDE.md of the claude-md channel."""
     parts = prompt_parts(task, memory_context, channel)
-    stdin = "\n\n".join(p["text"] for p in parts) if channel == "prompt" else parts[-1]["text"]
+    stdin = prompt_text(parts)
     mounts = ((memory, MEMORY_FOLDER, False),) if memory is not None else ()
     url = inside_url(endpoint(forwarded_to(model, upstream)[0]))
     cmd = command_line(model_spec(model.name).name, url, cfg, memory is not None)

@@ -17,7 +17,8 @@ from swecl.agents.external import (
     context_file,
     external_result,
     forwarded_to,
-    issue_text,
+    given_parts,
+    prompt_text,
     run_external,
     sandbox_seconds,
 )
@@ -60,8 +61,7 @@ def codex_prompt(task, memory_context: str | None, channel: str) -> list:
     the prompt channel the standard input is the parts joined by a blank line."""
     if channel not in CODEX_CHANNELS:
         raise ValueError(f"Unknown memory channel {channel!r} for Codex; use one of {', '.join(CODEX_CHANNELS)}.")
-    where = "prompt" if channel == "prompt" else f"{CODEX_ENV['CODEX_HOME']}/AGENTS.md"
-    return ([{"text": memory_context, "channel": where}] if memory_context else []) + [{"text": issue_text(task)}]
+    return given_parts(task, memory_context, None if channel == "prompt" else f"{CODEX_ENV['CODEX_HOME']}/AGENTS.md")
 
 # %% ../../nbs/agents/15g_codex.ipynb #18bb1bce
 def launch_codex(
@@ -70,7 +70,7 @@ def launch_codex(
     """(how Codex is started on `task`, what it is given); `upstream`: the bridge its requests go to, `memory`: the host
     folder holding the AGENTS.md of the agents-md channel."""
     parts = codex_prompt(task, memory_context, channel)
-    stdin = "\n\n".join(p["text"] for p in parts) if channel == "prompt" else parts[-1]["text"]
+    stdin = prompt_text(parts)
     mounts = ((memory, AGENTS_MD_FOLDER, False),) if memory is not None else ()
     url = inside_url(endpoint(forwarded_to(model, upstream)[0]))
     return Launch(

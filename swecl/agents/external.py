@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 import threading
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from collections import Counter
 from contextlib import contextmanager
@@ -24,14 +22,14 @@ from fastcore.basics import patch
 from ..agent.agent import AgentResult, Trajectory
 from ..base.core import SandboxError, owned_bytes
 from ..models.model_base import Usage, model_spec
-from ..sandbox.egress import ModelForwarder, relayed_command, response_usage
+from ..sandbox.egress import ModelForwarder, relayed_command, response_status, response_usage
 from ..sandbox.sandbox import PatchTooLarge, remove_tree
 
 # %% auto #0
 __all__ = ['KEY_HEADERS', 'ANTHROPIC_URL', 'MAX_OUT_BYTES', 'OUT', 'TOOLS', 'model_endpoint', 'forwarded_to', 'read_out',
            'token_count', 'usage_of', 'Meter', 'Launch', 'ExternalRun', 'sandbox_seconds', 'run_external',
-           'limits_reached', 'host_exit', 'probe_request', 'probe_once', 'model_probe', 'issue_text', 'agent_prompt',
-           'context_file', 'tool_counts', 'external_result']
+           'limits_reached', 'host_exit', 'probe_request', 'probe_once', 'model_probe', 'issue_text', 'given_parts',
+           'prompt_text', 'agent_prompt', 'context_file', 'tool_counts', 'external_result']
 
 # %% ../../nbs/agents/15a_external.ipynb #472b96e5
 KEY_HEADERS = {  # model kind -> (the key's environment variable, the header the provider reads, its form)
@@ -117,7 +115,7 @@ class Meter:
         "A model call's answer (its first bytes; None: longer than kept, or none): counted when a 2xx, its place freed."
         if not call:
             return
-        answered = response is not None and re.match(rb"HTTP/1\.[01] 2\d\d", response)
+        answered = response is not None and 200 <= (response_status(response) or 0) < 300
         try:
             u = None if not answered or (found := response_usage(response)) is None else usage_of(found)
         except ValueError:
@@ -274,9 +272,22 @@ def issue_text(task) -> str:
     return f"{task.problem_statement.strip()}\n\n{where}{hints}"
 
 
+def given_parts(task, memory_context: str | None, file: str | None = None) -> list:
+    """What an agent is given, as its start record keeps it: the memory's experience block first, when there is one
+    (its channel: the context `file` it is in, or the prompt), then the issue."""
+    return ([{"text": memory_context, "channel": file or "prompt"}] if memory_context else []) + [
+        {"text": issue_text(task)}
+    ]
+
+
+def prompt_text(parts: list) -> str:
+    "An agent's prompt: the parts not in a file, joined by a blank line."
+    return "\n\n".join(p["text"] for p in parts if p.get("channel", "prompt") == "prompt")
+
+
 def agent_prompt(task, memory_context: str | None) -> str:
     "The task as an external agent gets it: the memory's experience block first, when there is one, as swecl's loop does."
-    return (f"{memory_context}\n\n" if memory_context else "") + issue_text(task)
+    return prompt_text(given_parts(task, memory_context))
 
 # %% ../../nbs/agents/15a_external.ipynb #f6251610
 @contextmanager

@@ -19,8 +19,8 @@ from ..sandbox.egress import MAX_BODY
 
 # %% auto #0
 __all__ = ['STOP_REASONS', 'block_text', 'tool_choice', 'chat_messages', 'chat_request', 'tool_input', 'message_response', 'sse',
-           'message_events', 'anthropic_error', 'Upstream', 'chat_answer', 'answer', 'reply', 'BridgeHandler',
-           'MessagesBridge']
+           'message_events', 'message_answer', 'anthropic_error', 'Upstream', 'chat_answer', 'bridged', 'answer',
+           'reply', 'BridgeHandler', 'MessagesBridge']
 
 # %% ../../nbs/agents/15d_messages_bridge.ipynb #e85bf772
 def block_text(content) -> str:
@@ -131,6 +131,11 @@ def message_events(msg: dict) -> bytes:
                                  "usage": {"output_tokens": msg["usage"]["output_tokens"]}})  # fmt: skip
     return out + sse("message_stop", {"type": "message_stop"})
 
+# %% ../../nbs/agents/15d_messages_bridge.ipynb #261fc79c
+def message_answer(msg: dict, req: dict) -> tuple[int, bytes, str]:
+    "(status, body, content type) of a Messages answer: its events when the request asked for a stream, else its JSON."
+    return (200, message_events(msg), "text/event-stream") if req.get("stream") else (200, json.dumps(msg).encode(), "application/json")  # fmt: skip
+
 # %% ../../nbs/agents/15d_messages_bridge.ipynb #501ef79b
 def anthropic_error(status: int, message: str) -> tuple[int, bytes]:
     return status, json.dumps({"type": "error", "error": {"type": "api_error", "message": message[:2000]}}).encode()
@@ -157,6 +162,23 @@ def chat_answer(up: Upstream, chat: dict) -> dict:
     with urllib.request.urlopen(call, timeout=up.timeout) as r:
         return json.loads(r.read())
 
+# %% ../../nbs/agents/15d_messages_bridge.ipynb #91f832d9
+def bridged(up: Upstream, req: dict, translate, respond, error) -> tuple[int, bytes, str]:
+    """(status, body, content type) of a request a bridge answers from `up`: `translate(req)` is its chat request,
+    `respond(completion)` the answer; `error(status, message, kind)` says an error in the API's own shape. What cannot
+    be translated is the agent's request (a 400, kind `invalid_request_error`: no model failure); the server's error
+    keeps its status; a server that cannot be had or read is the model's failure (a 502, kind `server_error`)."""
+    try:
+        chat = translate(req)
+    except Exception as e:  # noqa: BLE001
+        return error(400, f"the bridge could not read the request ({type(e).__name__}: {e})", "invalid_request_error")
+    try:
+        return respond(chat_answer(up, chat))
+    except urllib.error.HTTPError as e:
+        return error(e.code, e.read().decode("utf-8", "replace"), "server_error")
+    except Exception as e:  # noqa: BLE001
+        return error(502, f"the bridge could not answer: {type(e).__name__}: {e}", "server_error")
+
 # %% ../../nbs/agents/15d_messages_bridge.ipynb #f1cbc499
 def answer(path: str, req: dict, up: Upstream) -> tuple[int, bytes, str]:
     """(status, body, content type) of one request the bridge serves from `up`. The query is not read: Claude Code
@@ -166,19 +188,15 @@ def answer(path: str, req: dict, up: Upstream) -> tuple[int, bytes, str]:
         return 200, json.dumps({"input_tokens": len(json.dumps(req)) // 4}).encode(), "application/json"
     if where != "/v1/messages":
         return (*anthropic_error(404, f"the bridge serves /v1/messages only, not {path[:100]}"), "application/json")
-    try:  # what cannot be translated is the agent's request, answered as its error (a 4xx, no model failure)
-        chat = chat_request(req, up.model, up.max_tokens, up.choice)
-    except Exception as e:  # noqa: BLE001
-        return (*anthropic_error(400, f"the bridge could not read the request ({type(e).__name__}: {e})"), "application/json")  # fmt: skip
-    try:
-        msg = message_response(chat_answer(up, chat), req.get("model") or up.model)
-    except urllib.error.HTTPError as e:
-        return (*anthropic_error(e.code, e.read().decode("utf-8", "replace")), "application/json")
-    except Exception as e:  # noqa: BLE001  the server's answer could not be had or read: the model's failure
-        return (*anthropic_error(502, f"the bridge could not answer: {type(e).__name__}: {e}"), "application/json")
-    if req.get("stream"):
-        return 200, message_events(msg), "text/event-stream"
-    return 200, json.dumps(msg).encode(), "application/json"
+    translate = lambda r: chat_request(r, up.model, up.max_tokens, up.choice)
+    error = lambda status, message, kind: (*anthropic_error(status, message), "application/json")
+    return bridged(
+        up,
+        req,
+        translate,
+        lambda chat: message_answer(message_response(chat, req.get("model") or up.model), req),
+        error,
+    )
 
 # %% ../../nbs/agents/15d_messages_bridge.ipynb #166a99e9
 def reply(handler, status: int, body: bytes, kind: str):

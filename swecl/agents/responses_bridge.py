@@ -11,12 +11,12 @@ import urllib.error
 import urllib.parse
 import uuid
 
-from .messages_bridge import MessagesBridge, Upstream, block_text, chat_answer, tool_choice
+from .messages_bridge import MessagesBridge, Upstream, block_text, bridged, tool_choice
 
 # %% auto #0
 __all__ = ['ROLES', 'item_text', 'chat_call', 'input_messages', 'function_tools', 'asked_choice', 'responses_chat',
-           'output_items', 'response_object', 'text_events', 'item_events', 'response_events', 'openai_error',
-           'answer_responses', 'ResponsesBridge']
+           'output_items', 'response_object', 'text_events', 'item_events', 'response_events', 'response_answer',
+           'openai_error', 'answer_responses', 'ResponsesBridge']
 
 # %% ../../nbs/agents/15f_responses_bridge.ipynb #71c4e318
 ROLES = {"developer": "system", "system": "system", "user": "user", "assistant": "assistant"}
@@ -127,6 +127,11 @@ def response_events(resp: dict) -> bytes:
     return b"".join(f"event: {k}\ndata: {json.dumps({'type': k, 'sequence_number': n, **d})}\n\n".encode()
                     for n, (k, d) in enumerate(events))  # fmt: skip
 
+# %% ../../nbs/agents/15f_responses_bridge.ipynb #896131ae
+def response_answer(resp: dict, req: dict) -> tuple[int, bytes, str]:
+    "(status, body, content type) of a Response: its events when the request asked for a stream, else its JSON."
+    return (200, response_events(resp), "text/event-stream") if req.get("stream") else (200, json.dumps(resp).encode(), "application/json")  # fmt: skip
+
 # %% ../../nbs/agents/15f_responses_bridge.ipynb #649a183a
 def openai_error(status: int, message: str, kind: str = "server_error") -> tuple[int, bytes, str]:
     "(status, body, content type) of an error in OpenAI's shape."
@@ -141,17 +146,14 @@ def answer_responses(path: str, req: dict, up: Upstream) -> tuple[int, bytes, st
     "(status, body, content type) of one request the Responses bridge serves from `up`."
     if urllib.parse.urlsplit(path).path.rstrip("/") != "/responses":  # its URL is a base URL, as OpenAI's .../v1 is
         return openai_error(404, f"the bridge serves /responses only, not {path[:100]}")
-    try:
-        chat = responses_chat(req, up.model, up.max_tokens, up.choice)
-    except Exception as e:  # noqa: BLE001
-        return openai_error(400, f"the bridge could not read the request ({type(e).__name__}: {e})", "invalid_request_error")  # fmt: skip
-    try:
-        resp = response_object(chat_answer(up, chat), req.get("model") or up.model)
-    except urllib.error.HTTPError as e:
-        return openai_error(e.code, e.read().decode("utf-8", "replace"))
-    except Exception as e:  # noqa: BLE001  the server's answer could not be had or read: the model's failure
-        return openai_error(502, f"the bridge could not answer: {type(e).__name__}: {e}")
-    return (200, response_events(resp), "text/event-stream") if req.get("stream") else (200, json.dumps(resp).encode(), "application/json")  # fmt: skip
+    translate = lambda r: responses_chat(r, up.model, up.max_tokens, up.choice)
+    return bridged(
+        up,
+        req,
+        translate,
+        lambda chat: response_answer(response_object(chat, req.get("model") or up.model), req),
+        openai_error,
+    )
 
 # %% ../../nbs/agents/15f_responses_bridge.ipynb #43145893
 class ResponsesBridge(MessagesBridge):

@@ -29,8 +29,8 @@ __all__ = ['DROPPED', 'TARGET', 'TOKEN', 'METHOD', 'VALUE', 'LENGTH', 'PRINTABLE
            'MAX_CONNECTIONS', 'LOG_KEEP', 'METERED', 'MAX_BODY', 'FAILED_ANSWERS', 'MODEL_CALLS', 'SIDE_REQUESTS',
            'MODEL_FOLDER', 'MODEL_PORT', 'RELAY', 'Endpoint', 'endpoint', 'Head', 'parse_head', 'target_refusal',
            'model_call', 'body_refusal', 'forwarded_head', 'read_head', 'refuse', 'upstream', 'send_body', 'send_back',
-           'dechunked', 'nested_usage', 'response_usage', 'answer_failure', 'exchange', 'forward', 'serve',
-           'ModelForwarder', 'inside_url', 'relayed_command']
+           'dechunked', 'nested_usage', 'response_usage', 'response_status', 'answer_failure', 'exchange', 'forward',
+           'serve', 'ModelForwarder', 'inside_url', 'relayed_command']
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #b8972507
 @dataclass(frozen=True)
@@ -249,12 +249,16 @@ def response_usage(raw: bytes) -> dict | None:
     return found
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #4ae2f77d
+def response_status(kept: bytes) -> int | None:
+    "The status of a response (its first bytes); None when there is no status line."
+    m = re.match(rb"HTTP/1\.[01] (\d{3})", kept)
+    return int(m.group(1)) if m else None
+
+
 def answer_failure(kept: bytes) -> str | None:
     "How the model server's response (its first bytes) is the model's failure: its status, or no answer; None: it answered."
-    m = re.match(rb"HTTP/1\.[01] (\d{3})", kept)
-    if m is None:
+    if (code := response_status(kept)) is None:
         return "the model server sent no answer"
-    code = int(m.group(1))
     return f"the model server answered {code}" if code >= 500 or code in FAILED_ANSWERS else None
 
 # %% ../../nbs/sandbox/03r_egress.ipynb #82f74d45
