@@ -361,7 +361,7 @@ def pass_doubts(s: dict | None, d: dict, loaded: set | None = None) -> list:
     bad += ["its run began with another function than the one it was loaded with"] * bool(
         loaded and not s["starts"] <= {own for own, _ in loaded}
     )
-    marked = s["marked"] and bool(loaded) and all(m for _, m in loaded)  # marked as it was made, not only later
+    marked = s["marked"] and bool(loaded) and all(m for _, m in loaded)  # marked before any test ran, not only later
     if s["call"] is None:
         return [*bad, f"its test method was never called, yet it was reported {said}"]
     if s["call"] != s["fp"]:
@@ -377,19 +377,25 @@ def pass_doubts(s: dict | None, d: dict, loaded: set | None = None) -> list:
 def method_taints(g: dict, taint: dict):
     """More reasons in `taint` (test id -> reasons) for unittest passes the run's own records do not bear out: a pass
     counts only if, since its run began, the function called was the test's own and it returned (an expected failure:
-    it raised, and the test is marked so), with no subtest failing, no other function on the test object and no rename;
-    and no run of that id reported nothing or ran inside another."""
+    it raised, and the test was marked so before any test ran, as Django's setup_databases marks some), with no subtest
+    failing, no other function on the test object and no rename; and no run of that id reported nothing or ran inside
+    another."""
     seen, records = {}, sorted([(s, "method", d) for s, d in g["method"]] + [(s, "phase", d) for s, d in g["phase"]])
-    whole, loaded = {}, {}
+    whole, early, late, ready = {}, {}, {}, {}
     for _, kind, d in records:
-        if kind == "method" and d["event"].startswith("loaded"):  # the mark rides with the function it was made with
-            loaded.setdefault(d["id"], set()).add((str(d.get("own")), d["event"] == "loaded-marked"))
+        if kind == "method" and d["event"].startswith("ready"):  # its mark as the first suite began
+            ready.setdefault(d["id"], set()).add((str(d.get("own")), d["event"] == "ready-marked"))
+        elif kind == "method" and d["event"].startswith("loaded"):  # the mark rides with the function it was made with
+            (late if ready else early).setdefault(d["id"], set()).add(
+                (str(d.get("own")), d["event"] == "loaded-marked")
+            )
         elif kind == "method":
             run_seen(seen, d)
             if d["event"] in WHOLE_ID:
                 whole.setdefault(d["id"], []).append(WHOLE_ID[d["event"]])
         elif d["outcome"] in ("passed", "xfail-marked"):
-            taint.setdefault(d["id"], []).extend(pass_doubts(seen.get(d["id"]), d, loaded.get(d["id"], set())))
+            made = ready.get(d["id"], early.get(d["id"], set())) | late.get(d["id"], set())
+            taint.setdefault(d["id"], []).extend(pass_doubts(seen.get(d["id"]), d, made))
     for t, why in whole.items():
         if any(p["id"] == t and p["outcome"] in ("passed", "xfail-marked") for _, p in g["phase"]):
             taint.setdefault(t, []).extend(why)

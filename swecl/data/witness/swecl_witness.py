@@ -747,6 +747,24 @@ def watch_unittest(write, describe, roots):
                                   getattr(TYPE_DICT(case).get("_addExpectedFailure"), "__code__", None)) if c is not None)
     init = TYPE_DICT(case)["__init__"]
 
+    made, ready = [], []  # (id, class, own function, its fingerprint) of each test made before the first suite ran
+    suite_run = TYPE_DICT(unittest.suite.TestSuite)["run"]
+
+    def watched_suite_run(self, *a, **kw):
+        if not ready:  # before any class's setup: a mark added since loading, as Django's setup_databases adds, counts
+            ready.append(True)
+            for t, cls, own, fp in made:
+                try:
+                    marked = mark_of(own, cls)
+                except Exception:
+                    marked = False
+                write(("method", {"id": t, "event": "ready-marked" if marked else "ready", "fp": "", "own": fp}))
+            del made[:]
+        return suite_run(self, *a, **kw)
+
+    setattr(unittest.suite.TestSuite, "run", watched_suite_run)
+    wrapped.append((watched_suite_run, suite_run))
+
     def watched_init(self, *a, **kw):
         init(self, *a, **kw)
         try:  # the function each test has as it is loaded: every run of it must begin with that one
@@ -755,10 +773,11 @@ def watch_unittest(write, describe, roots):
             if fn is not None:
                 get = getattr(type(fn), "__get__", None)
                 own = underlying(get(fn, self, cls) if get is not None else fn)
-                marked = getattr(own, "__unittest_expecting_failure__", False) is True or \
-                    getattr(cls, "__unittest_expecting_failure__", False) is True
-                write(("method", {"id": describe(None, self), "event": "loaded-marked" if marked else "loaded",
-                                  "fp": "", "own": fingerprint(own)}))
+                t, fp = describe(None, self), fingerprint(own)
+                write(("method", {"id": t, "event": "loaded-marked" if mark_of(own, cls) else "loaded", "fp": "",
+                                  "own": fp}))
+                if not ready:
+                    made.append((t, cls, own, fp))
         except Exception:
             pass
 
@@ -781,8 +800,7 @@ def watch_unittest(write, describe, roots):
             copy = private_copy(own)  # what is called: the function as it was when the run began
             target = types.MethodType(copy, bound.__self__) if isinstance(bound, types.MethodType) and \
                 bound.__func__ is own else copy if bound is own else bound  # a partial's stays as it is
-            marked = getattr(own, "__unittest_expecting_failure__", False) is True or \
-                getattr(cls, "__unittest_expecting_failure__", False) is True
+            marked = mark_of(own, cls)
             t = describe(None, self)
             had, before = name in mine, mine.get(name)
             if had and async_to_sync_of(before, own, roots):
@@ -837,6 +855,12 @@ def watch_unittest(write, describe, roots):
     setattr(case, "run", watched_run)
     wrapped.append((watched_run, run))
     return tuple(wrapped)
+
+
+def mark_of(own, cls):
+    "Whether a test's own function, or its class, is marked an expected failure."
+    return getattr(own, "__unittest_expecting_failure__", False) is True or \
+        getattr(cls, "__unittest_expecting_failure__", False) is True
 
 
 def from_run(frame, test, reporters):
