@@ -5,7 +5,6 @@
 # %% ../../nbs/agents/15e_claude_code.ipynb #0945bb8c
 from __future__ import annotations
 
-import json
 import shlex
 import time
 from contextlib import nullcontext
@@ -28,6 +27,7 @@ from swecl.agents.external import (
 )
 from .messages_bridge import MessagesBridge, block_text
 from .tools import ToolPackage, install_tools
+from ..base.core import json_objects
 from ..models.model_base import model_spec
 from ..sandbox.egress import endpoint, inside_url
 
@@ -100,15 +100,7 @@ def launch_claude(
 # %% ../../nbs/agents/15e_claude_code.ipynb #e4dc4633
 def transcript_events(raw: bytes | None) -> list:
     "The JSON objects of a stream-json transcript, in order; a line that is not one is skipped."
-    out = []
-    for line in (raw or b"").decode("utf-8", "replace").splitlines():
-        try:
-            e = json.loads(line)
-        except (ValueError, RecursionError):  # a line nested past the parser's depth, say
-            continue
-        if isinstance(e, dict):
-            out.append(e)
-    return out
+    return json_objects(raw or b"")[0]
 
 # %% ../../nbs/agents/15e_claude_code.ipynb #984a1f84
 def epoch(stamp) -> float | None:

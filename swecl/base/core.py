@@ -34,9 +34,9 @@ __all__ = ['PROJECT_ROOT', 'PACKAGE_DATA', 'MAX_COMPONENT_BYTES', 'MAX_INPUT_BYT
            'JSONL_POLICIES', 'DIFF_HEADER', 'DAY', 'PR_SET_PDEATHSIG', 'package_file', 'cache_dir', 'sha256_file',
            'sha256_text', 'write_atomic', 'hold_use', 'in_use', 'component_problem', 'InfraError', 'EnvError',
            'SandboxError', 'InputFileError', 'check_regular', 'bounded_read', 'read_regular', 'owned_bytes',
-           'yaml_nodes', 'load_yaml', 'append_jsonl', 'JsonlError', 'parse_jsonl', 'read_jsonl', 'config_diff',
-           'git_commit', 'ensure_manifest', 'diff_paths', 'iso_time', 'bootstrap_ci', 'wilson', 'ci_text', 'lru_doomed',
-           'watch_parent', 'die_with_parent']
+           'yaml_nodes', 'load_yaml', 'append_jsonl', 'JsonlError', 'json_objects', 'parse_jsonl', 'read_jsonl',
+           'config_diff', 'git_commit', 'ensure_manifest', 'diff_paths', 'iso_time', 'bootstrap_ci', 'wilson',
+           'ci_text', 'lru_doomed', 'watch_parent', 'die_with_parent']
 
 # %% ../../nbs/base/00_core.ipynb #f4828f4c
 stats = lazy_module("scipy.stats")  # bootstrap intervals only: loaded when first used
@@ -283,7 +283,7 @@ class JsonlError(ValueError):
     "A JSON-lines file holds a line that is not a JSON object; the message names the file and line."
 
 # %% ../../nbs/base/00_core.ipynb #60055fb9
-def _parse_lines(data: bytes) -> tuple[list, list]:
+def json_objects(data: bytes) -> tuple[list, list]:
     "(records, bad) where bad holds (line number, raw line) of lines that are not JSON objects."
     good, bad = [], []
     for n, line in enumerate(data.split(b"\n"), 1):
@@ -291,7 +291,7 @@ def _parse_lines(data: bytes) -> tuple[list, list]:
             continue
         try:
             rec = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser's depth
             rec = None
         (good.append(rec) if isinstance(rec, dict) else bad.append((n, line)))
     return good, bad
@@ -312,7 +312,7 @@ def _refuse(where, n: int, line: bytes):
 # %% ../../nbs/base/00_core.ipynb #8ad3939f
 def parse_jsonl(data: bytes | str, where: str = "<input>") -> list[dict]:
     "The records of JSON-lines text; the first line that is not a JSON object raises `JsonlError` naming `where` and the line."
-    good, bad = _parse_lines(data.encode() if isinstance(data, str) else data)
+    good, bad = json_objects(data.encode() if isinstance(data, str) else data)
     if bad:
         _refuse(where, *bad[0])
     return good
@@ -337,7 +337,7 @@ def read_jsonl(path: str | Path, policy: str = "raise") -> list[dict]:
     if not path.exists():
         return []
     data = read_regular(path, "JSON-lines file")
-    good, bad = _parse_lines(data)
+    good, bad = json_objects(data)
     if not bad:
         return good
     n_lines = len(data.rstrip(b"\n").split(b"\n"))
