@@ -20,7 +20,7 @@ from ..tasks.repos import SAFE_GIT
 
 # %% auto #0
 __all__ = ['WITNESS_FILE', 'RUNNER', 'RATCHET', 'STATUS_LINES', 'LINE_CHARS', 'S', 'N', 'SHAPES', 'ONCE', 'RUNTEST_HOOKS',
-           'CHANGED', 'AFTER', 'MAX_NAMED', 'MARKED', 'BAD_EVENTS', 'WHOLE_ID', 'MAX_FINDINGS', 'is_named', 'PASSING',
+           'CHANGED', 'AFTER', 'MAX_NAMED', 'STARTS', 'BAD_EVENTS', 'WHOLE_ID', 'MAX_FINDINGS', 'is_named', 'PASSING',
            'TEST_ID_SHAPE', 'MARK_WORDS', 'indent', 'RECORDS_CHARS', 'witnessed_command', 'runner_kind', 'next_key',
            'sign', 'Witness', 'parse_line', 'signed', 'signed_records', 'Garbled', 'strs', 'grouped', 'read_ends',
            'collected_tests', 'allowed_conftest', 'plugin_findings', 'state_findings', 'call_taints', 'phase_status',
@@ -318,7 +318,7 @@ def finish_findings(w: Witness, g: dict, coll: list | None):
         w.findings.append(f"the hook implementations changed after collection: {'; '.join(diff[:8])}")
 
 # %% ../../nbs/grading/04h_witness.ipynb #e58b3f52
-MARKED = {"start": False, "start-marked": True}
+STARTS = ("start", "start-marked")  # a run's first record; its mark is not read (see `pass_doubts`)
 BAD_EVENTS = {  # what a run's records may say of a test besides its call, each a reason its pass is not its own
     "replaced": "its test object held another function under its name",
     "renamed": "its test object was renamed as it ran",
@@ -334,9 +334,9 @@ WHOLE_ID = {  # what one run shows of every report under its id, whenever that c
 def run_seen(seen: dict, d: dict):
     "Fold one `method` record into `seen` (test id -> what its run showed since it began)."
     t, e = d["id"], d["event"]
-    if e in MARKED:
+    if e in STARTS:
         starts = seen.get(t, {}).get("starts", set()) | {str(d.get("own", d["fp"]))}  # the class's function
-        seen[t] = {"fp": d["fp"], "marked": MARKED[e], "call": None, "how": None, "bad": [], "sub": False}
+        seen[t] = {"fp": d["fp"], "call": None, "how": None, "bad": [], "sub": False}
         seen[t]["starts"] = starts
     elif t in seen and e == "call":
         seen[t]["call"] = d["fp"]
@@ -359,43 +359,35 @@ def pass_doubts(s: dict | None, d: dict, loaded: set | None = None) -> list:
     bad += ["its test objects were made with different functions"] * (len(loaded or ()) > 1)
     bad += ["no test object was made under its id"] * (loaded is not None and not loaded)
     bad += ["its run began with another function than the one it was loaded with"] * bool(
-        loaded and not s["starts"] <= {own for own, _ in loaded}
+        loaded and not s["starts"] <= loaded
     )
-    marked = s["marked"] and bool(loaded) and all(m for _, m in loaded)  # marked before any test ran, not only later
     if s["call"] is None:
         return [*bad, f"its test method was never called, yet it was reported {said}"]
     if s["call"] != s["fp"]:
         return [*bad, f"the function its run called is not its own test method, yet it was reported {said}"]
     if d["outcome"] == "passed" and s["how"] != "returned":
         return [*bad, f"its test method {s['how'] or 'did not return'}, yet it was reported passed"]
-    if d["outcome"] == "xfail-marked" and (s["how"] != "raised" or not marked):
-        so = "is" if marked else "is not"
-        return [*bad, f"it was reported {said}, but its method {s['how'] or 'did not end'} and {so} marked so"]
+    if d["outcome"] == "xfail-marked" and s["how"] != "raised":  # the mark is not read: see the note below
+        return [*bad, f"it was reported {said}, but its method {s['how'] or 'did not end'}"]
     return bad
 
 # %% ../../nbs/grading/04h_witness.ipynb #dbd6310d
 def method_taints(g: dict, taint: dict):
     """More reasons in `taint` (test id -> reasons) for unittest passes the run's own records do not bear out: a pass
     counts only if, since its run began, the function called was the test's own and it returned (an expected failure:
-    it raised, and the test was marked so before any test ran, as Django's setup_databases marks some), with no subtest
-    failing, no other function on the test object and no rename; and no run of that id reported nothing or ran inside
-    another."""
+    it raised), with no subtest failing, no other function on the test object and no rename; and no run of that id
+    reported nothing or ran inside another."""
     seen, records = {}, sorted([(s, "method", d) for s, d in g["method"]] + [(s, "phase", d) for s, d in g["phase"]])
-    whole, early, late, ready = {}, {}, {}, {}
+    whole, loaded = {}, {}
     for _, kind, d in records:
-        if kind == "method" and d["event"].startswith("ready"):  # its mark as the first suite began
-            ready.setdefault(d["id"], set()).add((str(d.get("own")), d["event"] == "ready-marked"))
-        elif kind == "method" and d["event"].startswith("loaded"):  # the mark rides with the function it was made with
-            (late if ready else early).setdefault(d["id"], set()).add(
-                (str(d.get("own")), d["event"] == "loaded-marked")
-            )
+        if kind == "method" and d["event"].startswith("loaded"):  # the function each test object was made with
+            loaded.setdefault(d["id"], set()).add(str(d.get("own")))
         elif kind == "method":
             run_seen(seen, d)
             if d["event"] in WHOLE_ID:
                 whole.setdefault(d["id"], []).append(WHOLE_ID[d["event"]])
         elif d["outcome"] in ("passed", "xfail-marked"):
-            made = ready.get(d["id"], early.get(d["id"], set())) | late.get(d["id"], set())
-            taint.setdefault(d["id"], []).extend(pass_doubts(seen.get(d["id"]), d, made))
+            taint.setdefault(d["id"], []).extend(pass_doubts(seen.get(d["id"]), d, loaded.get(d["id"], set())))
     for t, why in whole.items():
         if any(p["id"] == t and p["outcome"] in ("passed", "xfail-marked") for _, p in g["phase"]):
             taint.setdefault(t, []).extend(why)

@@ -747,24 +747,6 @@ def watch_unittest(write, describe, roots):
                                   getattr(TYPE_DICT(case).get("_addExpectedFailure"), "__code__", None)) if c is not None)
     init = TYPE_DICT(case)["__init__"]
 
-    made, ready = [], []  # (id, class, own function, its fingerprint) of each test made before the first suite ran
-    suite_run = TYPE_DICT(unittest.suite.TestSuite)["run"]
-
-    def watched_suite_run(self, *a, **kw):
-        if not ready:  # before any class's setup: a mark added since loading, as Django's setup_databases adds, counts
-            ready.append(True)
-            for t, cls, own, fp in made:
-                try:
-                    marked = mark_of(own, cls)
-                except Exception:
-                    marked = False
-                write(("method", {"id": t, "event": "ready-marked" if marked else "ready", "fp": "", "own": fp}))
-            del made[:]
-        return suite_run(self, *a, **kw)
-
-    setattr(unittest.suite.TestSuite, "run", watched_suite_run)
-    wrapped.append((watched_suite_run, suite_run))
-
     def watched_init(self, *a, **kw):
         init(self, *a, **kw)
         try:  # the function each test has as it is loaded: every run of it must begin with that one
@@ -773,11 +755,10 @@ def watch_unittest(write, describe, roots):
             if fn is not None:
                 get = getattr(type(fn), "__get__", None)
                 own = underlying(get(fn, self, cls) if get is not None else fn)
-                t, fp = describe(None, self), fingerprint(own)
-                write(("method", {"id": t, "event": "loaded-marked" if mark_of(own, cls) else "loaded", "fp": "",
-                                  "own": fp}))
-                if not ready:
-                    made.append((t, cls, own, fp))
+                marked = getattr(own, "__unittest_expecting_failure__", False) is True or \
+                    getattr(cls, "__unittest_expecting_failure__", False) is True
+                write(("method", {"id": describe(None, self), "event": "loaded-marked" if marked else "loaded",
+                                  "fp": "", "own": fingerprint(own)}))
         except Exception:
             pass
 
@@ -794,13 +775,16 @@ def watch_unittest(write, describe, roots):
             mine = object.__getattribute__(self, "__dict__")
             cls = type(self)
             fn = raw(cls, name)
+            if fn is None:  # no method of that name (unittest's _FailedTest answers by __getattr__): its own run, unwatched
+                raise LookupError(name)
             get = getattr(type(fn), "__get__", None)
             bound = get(fn, self, cls) if get is not None else fn
             own = underlying(bound)
             copy = private_copy(own)  # what is called: the function as it was when the run began
             target = types.MethodType(copy, bound.__self__) if isinstance(bound, types.MethodType) and \
                 bound.__func__ is own else copy if bound is own else bound  # a partial's stays as it is
-            marked = mark_of(own, cls)
+            marked = getattr(own, "__unittest_expecting_failure__", False) is True or \
+                getattr(cls, "__unittest_expecting_failure__", False) is True
             t = describe(None, self)
             had, before = name in mine, mine.get(name)
             if had and async_to_sync_of(before, own, roots):
@@ -855,12 +839,6 @@ def watch_unittest(write, describe, roots):
     setattr(case, "run", watched_run)
     wrapped.append((watched_run, run))
     return tuple(wrapped)
-
-
-def mark_of(own, cls):
-    "Whether a test's own function, or its class, is marked an expected failure."
-    return getattr(own, "__unittest_expecting_failure__", False) is True or \
-        getattr(cls, "__unittest_expecting_failure__", False) is True
 
 
 def from_run(frame, test, reporters):
