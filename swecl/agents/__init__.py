@@ -14,6 +14,7 @@ MODULES = (
     "mini_swe_agent",
     "registry",
     "messages_bridge",
+    "tool_service",
     "claude_code",
     "responses_bridge",
     "codex",

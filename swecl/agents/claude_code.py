@@ -26,6 +26,7 @@ from swecl.agents.external import (
     usage_of,
 )
 from .messages_bridge import MessagesBridge, block_text
+from .tool_service import ToolService, claude_mcp_args, served
 from .tools import ToolPackage, install_tools
 from ..base.core import json_objects
 from ..models.model_base import model_spec
@@ -61,13 +62,13 @@ RESULT_EXITS = {"success": "submitted", "error_max_turns": "step_limit", "error_
          "error_during_execution": "agent_error"}  # fmt: skip
 
 # %% ../../nbs/agents/15e_claude_code.ipynb #fa4b9506
-def command_line(name: str, base_url: str, cfg: AgentConfig, memory_file: bool) -> str:
+def command_line(name: str, base_url: str, cfg: AgentConfig, memory_file: bool, tools: bool = False) -> str:
     """The bash that starts Claude Code on its standard input's prompt, its model at `base_url` (the relay inside the
-    sandbox), its stream-json transcript into the out folder."""
+    sandbox), its stream-json transcript into the out folder; with `tools`, swecl's MCP server (`tool_service`)."""
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in (ENV | {"ANTHROPIC_BASE_URL": base_url}).items())
     args = ["-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions",
             "--no-session-persistence", "--model", name, "--tools", CODING_TOOLS, "--max-turns", str(cfg.max_steps),
-            *(["--add-dir", MEMORY_FOLDER] if memory_file else [])]  # fmt: skip
+            *(["--add-dir", MEMORY_FOLDER] if memory_file else []), *(claude_mcp_args() if tools else [])]  # fmt: skip
     return f"mkdir -p {OUT}/home && env {env} {BINARY} {shlex.join(args)} > {OUT}/transcript.jsonl"
 
 # %% ../../nbs/agents/15e_claude_code.ipynb #7d479886
@@ -87,14 +88,16 @@ def launch_claude(
     channel: str = "prompt",
     upstream: tuple | None = None,
     memory: Path | None = None,
+    service: ToolService | None = None,
 ) -> tuple[Launch, list]:
     """(how Claude Code is started on `task`, what it is given); `upstream`: where its requests go (a bridge), `memory`:
-    the host folder holding the CLAUDE.md of the claude-md channel."""
+    the host folder holding the CLAUDE.md of the claude-md channel, `service`: swecl's tools it reaches by MCP."""
     parts = prompt_parts(task, memory_context, channel)
     stdin = prompt_text(parts)
     mounts = ((memory, MEMORY_FOLDER, False),) if memory is not None else ()
+    mounts += tuple(service.mount()) if service is not None else ()
     url = inside_url(endpoint(forwarded_to(model, upstream)[0]))
-    cmd = command_line(model_spec(model.name).name, url, cfg, memory is not None)
+    cmd = command_line(model_spec(model.name).name, url, cfg, memory is not None, service is not None)
     return Launch(cmd, stdin, install_tools(CLAUDE_CODE), upstream, mounts), parts
 
 # %% ../../nbs/agents/15e_claude_code.ipynb #e4dc4633
@@ -215,8 +218,11 @@ def run_claude_code(task, session, model, config=None, memory_context=None, traj
     with (
         bridge_for(model, seconds, model_kwargs) or nullcontext() as bridge,
         context_file(in_file, "CLAUDE.md") as folder,
+        served(extra_tools) as service,  # the tool condition's search_memory, by MCP
     ):
-        job, parts = launch_claude(task, model, cfg, memory_context, channel, bridge and (bridge.url, {}), folder)
+        job, parts = launch_claude(
+            task, model, cfg, memory_context, channel, bridge and (bridge.url, {}), folder, service
+        )
         ran = run_external(session, job, model, cfg, ["transcript.jsonl"])
     events = transcript_events(ran.files["transcript.jsonl"])
     try:  # the transcript is the agent's output: what swecl cannot read is the agent's failure, not swecl's

@@ -23,6 +23,7 @@ from swecl.agents.external import (
     sandbox_seconds,
 )
 from .responses_bridge import ResponsesBridge
+from .tool_service import ToolService, codex_mcp_args, served
 from .tools import ToolPackage, install_tools
 from ..base.core import SandboxError
 from ..models.model_base import model_spec
@@ -43,15 +44,17 @@ CODEX_CHANNELS = ("prompt", "agents-md")
 CODEX_ENV = {"CODEX_HOME": f"{OUT}/codex", "HOME": f"{OUT}/home", "OPENAI_API_KEY": "swecl-forwarded"}
 
 # %% ../../nbs/agents/15g_codex.ipynb #950c2a96
-def codex_command(name: str, base_url: str, memory_file: bool) -> str:
+def codex_command(name: str, base_url: str, memory_file: bool, tools: bool = False) -> str:
     """The bash that starts Codex on its standard input's prompt, its model `name` at `base_url` (the relay inside the
-    sandbox, the Responses API), its JSON events into the out folder; with `memory_file`, the AGENTS.md of its home first."""
+    sandbox, the Responses API), its JSON events into the out folder; with `memory_file`, the AGENTS.md of its home first;
+    with `tools`, swecl's MCP server (`tool_service`)."""
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in CODEX_ENV.items())
     provider = (
         f'model_providers.swecl={{name="swecl", base_url="{base_url}", env_key="OPENAI_API_KEY", wire_api="responses"}}'
     )
     args = ["exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "-m", name,
-            "-c", "model_provider=swecl", "-c", provider, "--disable", "multi_agent", "-c", "tools.web_search=false", "-"]  # fmt: skip
+            "-c", "model_provider=swecl", "-c", provider, "--disable", "multi_agent", "-c", "tools.web_search=false",
+            *(codex_mcp_args() if tools else []), "-"]  # fmt: skip
     home = f"mkdir -p {OUT}/codex {OUT}/home" + (f" && cp {AGENTS_MD_FOLDER}/AGENTS.md {OUT}/codex/AGENTS.md" if memory_file else "")  # fmt: skip
     return f"{home} && env {env} {CODEX_BINARY} {shlex.join(args)} > {OUT}/transcript.jsonl"
 
@@ -65,16 +68,23 @@ def codex_prompt(task, memory_context: str | None, channel: str) -> list:
 
 # %% ../../nbs/agents/15g_codex.ipynb #18bb1bce
 def launch_codex(
-    task, model, memory_context: str | None, channel: str, upstream: tuple, memory=None
+    task,
+    model,
+    memory_context: str | None,
+    channel: str,
+    upstream: tuple,
+    memory=None,
+    service: ToolService | None = None,
 ) -> tuple[Launch, list]:
     """(how Codex is started on `task`, what it is given); `upstream`: the bridge its requests go to, `memory`: the host
-    folder holding the AGENTS.md of the agents-md channel."""
+    folder holding the AGENTS.md of the agents-md channel, `service`: swecl's tools it reaches by MCP."""
     parts = codex_prompt(task, memory_context, channel)
     stdin = prompt_text(parts)
     mounts = ((memory, AGENTS_MD_FOLDER, False),) if memory is not None else ()
+    mounts += tuple(service.mount()) if service is not None else ()
     url = inside_url(endpoint(forwarded_to(model, upstream)[0]))
     return Launch(
-        codex_command(model_spec(model.name).name, url, memory is not None),
+        codex_command(model_spec(model.name).name, url, memory is not None, service is not None),
         stdin,
         install_tools(CODEX),
         upstream,
@@ -140,8 +150,12 @@ def run_codex(task, session, model, config=None, memory_context=None, trajectory
     if model_spec(model.name).kind != "openai":
         raise SandboxError(f"Codex reaches its model through swecl's Responses bridge, which needs an openai:<base_url>:<model> model, not {model.name!r}.")  # fmt: skip
     in_file = memory_context if channel == "agents-md" else None
-    with ResponsesBridge.for_model(model, sandbox_seconds(cfg), model_kwargs) as bridge, context_file(in_file, "AGENTS.md") as folder:  # fmt: skip
-        job, parts = launch_codex(task, model, memory_context, channel, (bridge.url, {}), folder)
+    with (
+        ResponsesBridge.for_model(model, sandbox_seconds(cfg), model_kwargs) as bridge,
+        context_file(in_file, "AGENTS.md") as folder,
+        served(extra_tools) as service,  # the tool condition's search_memory, by MCP
+    ):
+        job, parts = launch_codex(task, model, memory_context, channel, (bridge.url, {}), folder, service)
         ran = run_external(session, job, model, cfg, ["transcript.jsonl"])
     events = transcript_events(ran.files["transcript.jsonl"])
     try:  # the events are the agent's output: what swecl cannot read is the agent's failure, not swecl's
