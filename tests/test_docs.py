@@ -129,6 +129,13 @@ def test_guide_tables_are_the_declared_ones():
     assert plan_markdown().strip() in (ROOT / "README.md").read_text()
 
 
+def test_guide_modes_table_is_the_declared_one():
+    # the memory conditions' copy in the concepts guide, as the table of modes and contents writes it
+    from swecl.base.conditions import modes_markdown
+
+    assert modes_markdown().strip() in _guide_text("02_concepts")
+
+
 @pytest.fixture(scope="module")
 def offline_site(tmp_path_factory):
     "The site as `make docs` builds it offline: nbdev's processing, then nbconvert (whether or not quarto is here)."

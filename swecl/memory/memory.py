@@ -12,7 +12,7 @@ import numpy as np
 from fastcore.basics import patch
 
 from ..agent.tools import Tool, ToolResult, tool_schema
-from ..base.conditions import CONTENTS, SETTINGS, condition_name  # noqa: F401
+from ..base.conditions import BASELINE, DEFAULT_CONTENT, condition_name, content_kind, memory_mode  # noqa: F401
 from ..base.schema import Experience, Task
 from .embedders import APIEmbedder, HashingEmbedder, MiniLMEmbedder, make_embedder, normalise  # noqa: F401
 from .experience import MemoryError_, append_store, check_store_meta, read_store, representation
@@ -187,7 +187,7 @@ def entry_text(h: Hit, content: str) -> str:
     status = {True: "RESOLVED", False: "NOT RESOLVED", None: "not graded"}[e.success]
     status = "FLAGGED by the grading, not counted resolved" if e.flags else status
     body = representation(e, content)
-    if content == "summary" and e.patch and e.success and not e.flags:
+    if content_kind(content).with_patch and e.patch and e.success and not e.flags:
         body += f"\n\nFinal patch:\n{e.patch}"
     return f"### {e.task_id} ({e.repo}) — {status}, relevance {h.score:.2f}\n{body.strip()}"
 
@@ -208,7 +208,7 @@ def _packed(hits: list, content: str, max_context_tokens: int) -> list:
     return parts
 
 # %% ../../nbs/memory/08_memory.ipynb #2d2eff07
-def format_memory(hits: list, content: str = "summary", max_context_tokens: int = 2000) -> str:
+def format_memory(hits: list, content: str = DEFAULT_CONTENT, max_context_tokens: int = 2000) -> str:
     "The memory context shown to the agent, within the token budget."
     parts = _packed(hits, content, max_context_tokens)
     if not parts:
@@ -220,10 +220,10 @@ def format_memory(hits: list, content: str = "summary", max_context_tokens: int 
 # %% ../../nbs/memory/08_memory.ipynb #92dfb3f1
 @dataclass
 class MemorySetting:
-    "A memory condition, validated when made: mode (`SETTINGS`), content (summary | trajectory) and retrieval limits."
+    "A memory condition, validated when made: mode (`SETTINGS`), content (`CONTENTS`) and retrieval limits."
 
-    mode: str = "none"
-    content: str = "summary"
+    mode: str = BASELINE  # a row of `base.conditions.MODES`
+    content: str = DEFAULT_CONTENT
     k: int = 3
     max_context_tokens: int = 2000
     successful_only: bool = False
@@ -232,16 +232,14 @@ class MemorySetting:
     retest_memory: str = RETEST_MEMORY[0]  # what a re-test sees of later experiences (`leakage.RETEST_MEMORY`)
 
     def __post_init__(self):
-        if self.mode not in SETTINGS:
-            raise ValueError(f"Unknown memory setting {self.mode!r}; use one of {', '.join(SETTINGS)}.")
-        if self.content not in CONTENTS:
-            raise ValueError(f"Unknown memory content {self.content!r}; use summary or trajectory.")
+        memory_mode(self.mode), content_kind(self.content)  # ValueError naming the modes or the contents
         if self.retest_memory not in RETEST_MEMORY:
             raise ValueError(f"Unknown re-test memory {self.retest_memory!r}; use one of {', '.join(RETEST_MEMORY)}.")
 
-    needs_store = property(lambda self: self.mode != "none")
-    in_prompt = property(lambda self: self.mode in ("auto", "oracle"))
-    is_tool = property(lambda self: self.mode == "tool")
+    row = property(lambda self: memory_mode(self.mode))  # what the mode does: `base.conditions.MemoryMode`
+    needs_store = property(lambda self: self.row.needs_store)
+    in_prompt = property(lambda self: self.row.in_prompt)
+    is_tool = property(lambda self: self.row.as_tool)
     label = property(lambda self: condition_name(self.mode, self.content))
 
 # %% ../../nbs/memory/08_memory.ipynb #0197b211
@@ -272,7 +270,7 @@ def context_for(
     exclude = set(exclude) | hidden_from(later, s.retest_memory)
     if not s.in_prompt:
         return "", []
-    if s.mode == "oracle":
+    if s.row.upper_bound:  # the benchmark's links choose the experiences
         hits = [h for tid in oracle_links(task, self.links) if tid not in exclude for h in self.store.get(tid)]
     else:
         hits = self.store.search(

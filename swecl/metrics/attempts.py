@@ -10,6 +10,7 @@ import math
 from collections import Counter
 from pathlib import Path
 
+from ..base.conditions import is_baseline
 from ..base.core import read_jsonl
 from ..base.labels import as_counted, counted_as, infra_label
 from ..base.lazy import lazy_module
@@ -57,7 +58,7 @@ def memory_leaked(r: dict) -> bool | None:
     leak = r.get("memory_leak")
     if isinstance(leak, dict) and type(leak.get("lines")) is int:
         return leak["lines"] > 0
-    return False if r.get("memory") == "none" else None
+    return False if is_baseline(r.get("memory")) else None
 
 # %% ../../nbs/metrics/09a_attempts.ipynb #82d014e2
 def attempt_key(r: dict) -> tuple:

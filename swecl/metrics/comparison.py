@@ -9,7 +9,7 @@ import math
 
 import pandas as pd
 
-from ..base.conditions import record_condition
+from ..base.conditions import BASELINE, record_condition
 from ..base.core import ci_text
 from ..base.labels import as_counted, counted_verdict, infra_label
 from .metrics import accuracy_matrix, none_pairs, paired_cl
@@ -62,7 +62,7 @@ def wide_tables(df: pd.DataFrame, attempts) -> dict:
         wide = text.pivot_table(
             index=["sequence_id", "metric"], columns="column", values="value", aggfunc="first", sort=False
         )
-        columns = sorted(wide.columns, key=lambda c: (not c.startswith("none"), c))  # none first: the baseline
+        columns = sorted(wide.columns, key=lambda c: (not c.startswith(BASELINE), c))  # the baseline first
         out[model] = wide[columns].fillna("-").reset_index().rename_axis(columns=None)  # - : a row a cell has not
     return out
 
@@ -98,6 +98,6 @@ def memory_vs_none(attempts, n_resamples: int = 2000, seed: int = 0) -> pd.DataF
         mem, base = of_sequence(cells[cell]), of_sequence(base)
         vm, vb = first_verdicts(mem), first_verdicts(base)
         row = {"cell": cell, "model": model, "sequence_id": sequence, "seed": s, "condition": condition}
-        row |= paired_row(vb, vm, list(vb), list(vm), ("none", "memory"), n_resamples, seed)
+        row |= paired_row(vb, vm, list(vb), list(vm), (BASELINE, "memory"), n_resamples, seed)
         rows.append(row | {"ACC memory − none [95% CI]": acc_difference(mem, base, n_resamples, seed)})
     return pd.DataFrame(rows)

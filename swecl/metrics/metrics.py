@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ..base.conditions import is_baseline
 from ..base.core import bootstrap_ci
 from ..base.labels import infra_label
 from ..base.lazy import lazy_module
@@ -351,11 +352,12 @@ def none_pairs(attempts) -> dict:
     cells, none = {}, {}
     for r in attempts:
         cells.setdefault(r.get("cell", ""), r)
-        if r.get("memory") == "none":
+        if is_baseline(r.get("memory")):
             none.setdefault(key(r), {}).setdefault(r.get("cell", ""), []).append(r)
     out = {}
     for cell, r in cells.items():
-        if r.get("memory") not in (None, "none") and len(match := none.get(key(r), {})) == 1:  # one, or none is sure
+        mem = r.get("memory")
+        if mem is not None and not is_baseline(mem) and len(match := none.get(key(r), {})) == 1:  # one, or none is sure
             out[cell] = next(iter(match.values()))
     return out
 

@@ -23,6 +23,7 @@ from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.widgets import TextArea
 from rich.console import Console
 
+from ..base.conditions import DEFAULT_CONTENT
 from ..base.labels import infra_label
 from ..memory.memory import condition_name
 from . import trajectory as tj
@@ -48,7 +49,7 @@ def cell_fields(cell: str, rec: dict) -> dict:
     parts = name.split("__")  # a cell id: SEQUENCE__MODEL__CONDITION__sSEED, then any re-test policy
     at = next((i for i in range(len(parts) - 1, 1, -1) if re.fullmatch(r"s\d+", parts[i])), None)
     if at is None:  # a folder not named as `swecl run` names cells
-        memory = condition_name(rec["memory"], rec.get("content") or "summary") if rec.get("memory") else "?"
+        memory = condition_name(rec["memory"], rec.get("content") or DEFAULT_CONTENT) if rec.get("memory") else "?"
         return {"run": cell, "condition": memory, "seed": f"s{rec.get('seed', '?')}"}
     run = "/".join([*parents, "__".join(parts[: at - 1])])
     return {"run": run, "condition": "__".join([parts[at - 1], *parts[at + 1 :]]), "seed": parts[at]}

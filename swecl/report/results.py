@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..base.conditions import BASELINE, is_baseline
 from ..base.labels import counted_verdict, infra_label
 from ..base.lazy import lazy_module
 from ..grading.validation import expected, load_gradable
@@ -158,8 +159,8 @@ def load_results(results: Path) -> pd.DataFrame:
         cfg = cell_config(f)
         if cfg["model"].startswith("scripted") or smoke_label(cfg["model"]) or cfg.get("source_sequence_id"):
             continue
-        cond = condition_name(cfg["memory"], cfg["content"])
-        cond += RETEST_LABELS.get(cfg.get("retest_memory", RETEST_MEMORY[0]), "") if cfg["memory"] != "none" else ""
+        retest = lambda: RETEST_LABELS.get(cfg.get("retest_memory", RETEST_MEMORY[0]), "")  # read for a memory cell
+        cond = condition_name(cfg["memory"], cfg["content"]) + ("" if is_baseline(cfg["memory"]) else retest())
         keep = {"cell": f.parent.name} | {k: cfg[k] for k in ("experiment", "dataset", "model")}
         for r in read_attempts(f):
             rows.append(r | keep | {"condition": cond, "seed": cfg["seed"], "infra": infra_label(r)})
@@ -302,7 +303,7 @@ def counted_firsts(firsts: pd.DataFrame) -> pd.DataFrame:
 # %% ../../nbs/report/12a_report_results.ipynb #2b2d6dae
 def none_spread(firsts: pd.DataFrame, model: str):
     "The `RunSpread` of `model`'s seeds of the `none` condition (identical runs of one agent), or None with fewer than two."
-    g = counted_firsts(firsts[(firsts.model == model) & (firsts.condition == "none")])
+    g = counted_firsts(firsts[(firsts.model == model) & (firsts.condition == BASELINE)])
     runs = {f"seed {s}": dict(zip(h.instance_id, h.resolved.astype(bool))) for s, h in g.groupby("seed")}
     try:
         return run_spread(runs) if len(runs) > 1 else None
@@ -318,8 +319,8 @@ def paired_table(firsts: pd.DataFrame) -> pd.DataFrame:
         *_, model, seed = key
         if key[:-1] not in spreads:  # one spread per dataset and model, whichever of its seeds comes first
             spreads[key[:-1]] = none_spread(firsts[firsts.dataset == key[0]] if "dataset" in keys else firsts, model)
-        base, noise = g[g.condition == "none"].set_index("instance_id").resolved, spreads[key[:-1]]
-        for cond, h in g[g.condition != "none"].groupby("condition"):
+        base, noise = g[g.condition == BASELINE].set_index("instance_id").resolved, spreads[key[:-1]]
+        for cond, h in g[g.condition != BASELINE].groupby("condition"):
             if (counts := _paired_counts(h.set_index("instance_id").resolved, base)) is not None:
                 diff = counts["memory_rate"] - counts["none_rate"]
                 spread = {"identical_runs_spread": noise.spread if noise else float("nan")}

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..agent.agent import read_trajectory
+from ..base.conditions import DEFAULT_CONTENT, known_mode
 from ..base.core import InputFileError, read_regular
 from ..base.labels import counted_as, infra_label
 from ..base.lazy import lazy_module
@@ -286,7 +287,7 @@ def facts(a: Attempt, words: bool = True) -> list:
         ("attempt", f"{r['kind']} attempt of task {r['j']}" + (f" after learning task {r['i']}" if r["kind"] == "retest" else "") + f", sample {r.get('sample') or 0}"),
         ("task", f"{r.get('instance_id', '?')} ({r['sequence_id']}, position {r['j']} of {n('n_tasks')})"),
         ("model", f"{n('model')}, seed {n('seed')}"),
-        ("memory", condition_name(r["memory"], r.get("content") or "summary") if r.get("memory") else "?"),
+        ("memory", condition_name(r["memory"], r.get("content") or DEFAULT_CONTENT) if r.get("memory") else "?"),
         ("verdict", verdict(r) + (f": {why}" if (why := failure_reason(r)) else "")),
         ("stopped", f"{n('exit_reason')} after {n('steps')} steps"),
         ("tests", tests + ("" if r.get("patch_applied") is not False or not (r.get("patch") or "").strip() else "; the patch did not apply")),
@@ -433,7 +434,7 @@ def step_renderables(step: dict, full: bool = False) -> list:
 # %% ../../nbs/report/12c_trajectory.ipynb #31ac661b
 def not_injected(rec: dict) -> str:
     "Why a retrieved experience of attempt record `rec` has no entry in its memory block."
-    if rec.get("memory") == "tool":
+    if (m := known_mode(rec.get("memory"))) is not None and m.as_tool:
         return "(found by search_memory: the call's output is in the steps)"
     return "(retrieved, but left out of the prompt by the token budget)"
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..base.conditions import is_baseline
 from ..base.core import wilson
 from ..base.labels import infra_label
 from ..base.lazy import lazy_module
@@ -58,7 +59,7 @@ def transfer_rows(results, offline: bool = False) -> pd.DataFrame:
         return pd.DataFrame(columns=ROW_COLUMNS)  # no transfer cell: nothing to pair, baselines unread
     for f in files:
         cfg = cell_config(f)
-        if (cfg.get("source_sequence_id") is None and cfg["memory"] != "none") or not (
+        if (cfg.get("source_sequence_id") is None and not is_baseline(cfg["memory"])) or not (
             offline or model_spec(cfg["model"]).is_language_model
         ):
             continue

@@ -143,7 +143,7 @@ def settings_lines(cells: list) -> list:
     agent = seen(lambda c: ", ".join(f"{k} {v}" for k, v in sorted(c.agent.items())) or "defaults")
     return [
         f"budget per attempt: {budget}",
-        f"memory: {memory}" if any(c.memory != "none" for c in cells) else "memory: none in any cell",
+        f"memory: {memory}" if any(c.setting.needs_store for c in cells) else "memory: none in any cell",
         f"seeds {seen(lambda c: c.seed)}; schedule {seen(lambda c: c.schedule)}; sandbox {seen(lambda c: c.sandbox)}; agent options {agent}",
     ]
 

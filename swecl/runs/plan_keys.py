@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..base.conditions import BASELINE, CONTENTS, SETTINGS
 from ..memory.leakage import RETEST_MEMORY
 
 # %% auto #0
@@ -34,7 +35,7 @@ PLAN_FIELDS = (
     PlanField("sequences", "sequence ids or short names (`django`), or `all`", "`all`", "--sequences", "--sequences a,b", {"metavar": "S[,S…]"}),
     PlanField("models", f"model strings ({MODEL_FORMS_TEXT}) or `configured`: `$SWECL_MODEL`, and `anthropic:$SWECL_ANTHROPIC_MODEL` (default `claude-sonnet-4-5`) when `ANTHROPIC_API_KEY` is set", "`[configured]`", "--model", "--model M[,M2]", {"metavar": "M[,M…]"}),
     PlanField("agents", "the agents that run the tasks, one cell each: `swecl` (its own loop) or an agent of `swecl.agents.registry.AGENTS` (`mini-swe-agent`), run in the task's sandbox with no network but its model", "`[swecl]`", "--agent", "--agent A[,A2]", {"metavar": "A[,A…]"}),
-    PlanField("conditions", "memory conditions, `{memory: none\\|auto\\|tool\\|oracle, content: summary\\|trajectory}`", "`[{memory: none}]`", "--conditions", "--conditions none,auto-summary", {"metavar": "C[,C…]"}),
+    PlanField("conditions", "memory conditions, `{memory: " + "\\|".join(SETTINGS) + ", content: " + "\\|".join(CONTENTS) + "}`", f"`[{{memory: {BASELINE}}}]`", "--conditions", "--conditions none,auto-summary", {"metavar": "C[,C…]"}),
     PlanField("seeds", "seeds, one cell each", "`[0]`", "--seeds", "--seeds 0,1,2", {"metavar": "N[,N…]"}),
     PlanField("schedule", "re-tests: `sequential` (none), `final` (every earlier task after the last), `full` (after every task), `periodic:k`", "`final`", "--schedule"),
     PlanField("n_samples", "attempts per task", "1", "--n-samples", None, {"type": "positive"}),

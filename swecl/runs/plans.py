@@ -16,6 +16,7 @@ from fastcore.basics import patch
 
 from ..agent.agent import AgentConfig
 from ..agents.registry import DEFAULT_AGENT, agent_row, memory_refusal
+from ..base.conditions import BASELINE, DEFAULT_CONTENT
 from swecl.base.core import (
     InputFileError,
     check_regular,
@@ -88,8 +89,8 @@ class Cell:
     dataset: str
     sequence_id: str
     model: str
-    memory: str = "none"  # none | auto | tool | oracle
-    content: str = "summary"  # summary | trajectory
+    memory: str = BASELINE  # a mode of `base.conditions.MODES`
+    content: str = DEFAULT_CONTENT  # a content of `base.conditions.CONTENT_KINDS`
     seed: int = 0
     schedule: str = "final"
     n_samples: int = 1
@@ -185,11 +186,11 @@ def check_conditions(plan: dict) -> None:
     )
     for c in check_list(plan, "conditions", is_cond, "mappings like {memory: auto, content: summary}") or []:
         try:
-            MemorySetting(c.get("memory", "none"), c.get("content", "summary"))
+            MemorySetting(c.get("memory", BASELINE), c.get("content", DEFAULT_CONTENT))
         except ValueError as e:
             raise RunError(f"The plan's condition {c} is not known: {e}") from None
         for a in plan.get("agents") or [DEFAULT_AGENT]:  # checked by check_names first
-            if why := memory_refusal(a, c.get("memory", "none")):
+            if why := memory_refusal(a, c.get("memory", BASELINE)):
                 raise RunError(why)
 
 # %% ../../nbs/runs/11a_plans.ipynb #7bd7b2eb
@@ -384,7 +385,7 @@ def parse_condition(text: str) -> dict:
     memory, _, content = re.sub(r"[:/]", "-", text).partition("-")
     c = {"memory": memory} | ({"content": content} if content else {})
     try:
-        MemorySetting(memory, content or "summary")
+        MemorySetting(memory, content or DEFAULT_CONTENT)
     except ValueError as e:
         raise RunError(
             f"--conditions: {text!r} is not a condition ({str(e).rstrip('.')}); write memory[-content], e.g. auto-summary."

@@ -19,7 +19,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 from tqdm import tqdm
 
-from ..base.conditions import TRANSFER_PREFIX
+from ..base.conditions import BASELINE, DEFAULT_CONTENT, MODES, TRANSFER_PREFIX, memory_mode
 from ..base.core import InfraError, die_with_parent, read_jsonl
 from ..memory.memory import Memory
 from ..models.models import make_model
@@ -32,13 +32,16 @@ from ..tasks.datasets import load
 from ..tasks.selection import sequence_id
 
 # %% auto #0
-__all__ = ['SOURCE_FILE', 'slug', 'TransferCell', 'condition_label', 'transfer_pairs', 'expand_transfer', 'FrozenMemory',
-           'source_dir', 'source_memory', 'run_transfer_cell', 'run_transfer_cells', 'run_transfer']
+__all__ = ['SEARCHED', 'SOURCE_FILE', 'slug', 'TransferCell', 'condition_label', 'transfer_pairs', 'expand_transfer',
+           'FrozenMemory', 'source_dir', 'source_memory', 'run_transfer_cell', 'run_transfer_cells', 'run_transfer']
 
 # %% ../../nbs/runs/11c_transfer.ipynb #d5a9cd24
 def slug(text, n: int = 60) -> str:
     "`text` as a short folder-name part (as `Cell.id` spells sequences and models)."
     return re.sub(r"[^A-Za-z0-9._]+", "-", str(text)).strip("-")[:n]
+
+# %% ../../nbs/runs/11c_transfer.ipynb #9bdd8b5b
+SEARCHED = tuple(m.name for m in MODES.values() if m.searched)  # the modes a transfer cell carries to another sequence
 
 # %% ../../nbs/runs/11c_transfer.ipynb #05afb8f5
 @dataclass
@@ -49,10 +52,10 @@ class TransferCell(Cell):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.setting.mode not in ("auto", "tool"):
+        if not self.setting.row.searched:
             raise RunError(
-                f"A transfer cell needs a memory that is searched (auto or tool), not {self.memory}; "
-                "none is its baseline and oracle links stay within a sequence."
+                f"A transfer cell needs a memory that is searched ({' or '.join(SEARCHED)}), not {self.memory}; "
+                f"{BASELINE} is its baseline and oracle links stay within a sequence."
             )
         if self.source_sequence_id in ("", self.sequence_id):
             raise RunError(f"A transfer cell needs a source sequence other than its target {self.sequence_id}.")
@@ -103,16 +106,15 @@ def expand_transfer(plan, bench=None) -> list:
     pairs = transfer_pairs(plan, bench)
     if not pairs:
         return []
-    conds = [c.get("memory", "none") for c in plan.get("conditions") or [{"memory": "none"}]]
-    if "none" not in conds:
+    conds = [memory_mode(c.get("memory", BASELINE)) for c in plan.get("conditions") or [{}]]  # checked by run_config
+    example = f"(--conditions {BASELINE},{SEARCHED[0]}-{DEFAULT_CONTENT})"
+    if not any(m.baseline for m in conds):
         raise RunError(
-            "Transfer is measured against memory none on the target; add it to the conditions (--conditions none,auto-summary)."
+            f"Transfer is measured against memory {BASELINE} on the target; add it to the conditions {example}."
         )
-    if not {"auto", "tool"} & set(conds):
-        raise RunError(
-            "Transfer needs a searched memory among the conditions: auto or tool (--conditions none,auto-summary)."
-        )
-    cells = [c for c in cfg.cells if c.memory in ("auto", "tool")]
+    if not any(m.searched for m in conds):
+        raise RunError(f"Transfer needs a searched memory among the conditions: {' or '.join(SEARCHED)} {example}.")
+    cells = [c for c in cfg.cells if c.setting.row.searched]
     fields = lambda c: {f.name: getattr(c, f.name) for f in dataclasses.fields(Cell)}
     return [
         TransferCell(**fields(c) | {"sequence_id": b, "schedule": "sequential"}, source_sequence_id=a)
