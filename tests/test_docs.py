@@ -136,6 +136,15 @@ def test_guide_modes_table_is_the_declared_one():
     assert modes_markdown().strip() in _guide_text("02_concepts")
 
 
+def test_model_strings_are_the_backend_table():
+    # the table of model strings in the README and the quick start, as the backend table writes it (a new backend's
+    # row shows here); the other copies (plan keys, help texts, errors) are made from the table when imported
+    from swecl.models.backends import forms_markdown
+
+    assert forms_markdown().strip() in _guide_text("01_quick_start")
+    assert forms_markdown().strip() in (ROOT / "README.md").read_text()
+
+
 @pytest.fixture(scope="module")
 def offline_site(tmp_path_factory):
     "The site as `make docs` builds it offline: nbdev's processing, then nbconvert (whether or not quarto is here)."

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..base.lazy import lazy_module
 from .base import UsageError, arg, command, frame_text, write_json
 from ..memory import memory, retrieval
+from ..models.backends import MODEL_FORMS
 from ..models.model_base import model_spec
 from ..models.models import model_ready
 from ..report.results import RETRIEVAL_COLUMNS, run_coverage
@@ -192,7 +193,7 @@ POISON_ARGS = (
         "--summarize", metavar="CSV", help="a per-pair drift table (e.g. the authors' drift_results_by_difficulty.csv)"
     ),
     arg("--figure", help="with --summarize: also draw Figure 2 here (PNG)"),
-    arg("--model", help="the model to run with, as for swecl solve (anthropic:<model>, openai:<base_url>:<model>, …)"),
+    arg("--model", help=f"the model to run with, as for swecl solve: {MODEL_FORMS}"),
     arg(
         "--embedder",
         default="minilm",

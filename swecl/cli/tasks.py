@@ -25,6 +25,7 @@ from ..grading import validation
 from ..grading.gradecache import GradeCache
 from ..grading.parallel import ENGINES
 from ..grading.run_report import write_harness_results
+from ..models.backends import MODEL_FORMS
 from ..models.model_base import TimeBudget, model_spec
 from ..models.models import make_model
 from ..runs.caches import CACHES, cache_rows, prune_caches
@@ -369,10 +370,7 @@ def solve_one(a, t, model, sandbox) -> dict:
 SOLVE_ARGS = (
     arg("--dataset", default="mini", help=DATASET_HELP),
     arg("--instance", required=True, help="the task's instance id (swecl list instances names them)"),
-    arg(
-        "--model",
-        help="anthropic:<model>, openai:<base_url>:<model>, llamacpp:<gguf>, replay:<file>, scripted[:<file>] (default: $SWECL_MODEL, else scripted)",
-    ),
+    arg("--model", help=f"{MODEL_FORMS} (default: $SWECL_MODEL, else scripted)"),
     arg("--sandbox", choices=list(SANDBOXES), default="local", help=SANDBOX_HELP),
     arg(
         "--timeout",

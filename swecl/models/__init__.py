@@ -8,5 +8,5 @@ __all__ = ['MODULES']
 # %% ../../nbs/models/index.ipynb #8dd0d8092fe74a7c96281538738b07e2
 from ..base.lazy import lazy_names
 
-MODULES = ("model_base", "models", "local_llm")  # the folder's modules, in its order
+MODULES = ("backends", "model_base", "models", "local_llm")  # the folder's modules, in its order
 __getattr__, __dir__ = lazy_names(__name__, MODULES)  # a name is found when first asked for

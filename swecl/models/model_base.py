@@ -18,13 +18,14 @@ from typing import Callable, Protocol, runtime_checkable
 from fastcore.basics import patch
 
 from ..base.core import parse_jsonl, read_regular
+from .backends import BACKENDS, MODEL_FORMS, spec_fields
 
 # %% auto #0
-__all__ = ['ATTEMPT_CAUSED', 'PRICES', 'RETRY_STATUS', 'RETRY_AFTER_CAP', 'MODEL_FORMS', 'OPENAI_SPEC', 'LOCAL_URL',
-           'SMOKE_MODELS', 'ModelError', 'AttemptCaused', 'ContextFull', 'Refused', 'provider_error', 'attempt_caused',
-           'Usage', 'ToolCall', 'Reply', 'Model', 'ModelBase', 'price_of', 'cost', 'retry_after', 'OutOfTime',
-           'ProviderDown', 'NoAnswer', 'seconds_left', 'within', 'with_retries', 'TimeBudget', 'ModelSpec',
-           'model_spec', 'smoke_label', 'replay_lines', 'read_replay', 'ReplayModel', 'ScriptedModel']
+__all__ = ['ATTEMPT_CAUSED', 'PRICES', 'RETRY_STATUS', 'RETRY_AFTER_CAP', 'LOCAL_URL', 'SMOKE_MODELS', 'ModelError',
+           'AttemptCaused', 'ContextFull', 'Refused', 'provider_error', 'attempt_caused', 'Usage', 'ToolCall', 'Reply',
+           'Model', 'ModelBase', 'price_of', 'cost', 'retry_after', 'OutOfTime', 'ProviderDown', 'NoAnswer',
+           'seconds_left', 'within', 'with_retries', 'TimeBudget', 'ModelSpec', 'model_spec', 'smoke_label',
+           'replay_lines', 'read_replay', 'ReplayModel', 'ScriptedModel']
 
 # %% ../../nbs/models/05a_model_base.ipynb #9235eb87
 class ModelError(RuntimeError):
@@ -320,9 +321,6 @@ class TimeBudget:
             self.model.deadline = None
 
 # %% ../../nbs/models/05a_model_base.ipynb #ed464ddf
-MODEL_FORMS = "anthropic:<model>, openai:<base_url>:<model>, llamacpp:<path.gguf>, replay:<file> or scripted[:<file>]"
-# the base URL ends at the first ":" after the host and optional port; the model (Ollama tags have ":") is the rest
-OPENAI_SPEC = re.compile(r"^openai:(https?://[^/:]+(?::\d+)?(?:/[^:]*)?):(.+)$")
 LOCAL_URL = re.compile(r"https?://(localhost|127\.|0\.0\.0\.0|\[::1\])")  # a server on this machine: free
 # Smoke models: real language models far too small to solve a task, served on this machine (swecl.models.local_llm) so the
 # pipeline meets a real model's output. model name -> what it is, and the client options it needs. The server runs
@@ -352,22 +350,14 @@ class ModelSpec:
 def parse(cls: ModelSpec, spec: str) -> ModelSpec:
     "The spec of a registry string; a malformed string raises `ModelError` naming the accepted forms."
     spec = str(spec).strip()
-    kind, _, rest = spec.partition(":")
-    if kind == "openai":
-        m = OPENAI_SPEC.match(spec)
-        if not m:
-            raise ModelError(
-                f"Model {spec!r} is not of the form openai:<base_url>:<model>, "
-                "e.g. openai:http://localhost:11434/v1:llama3.1:8b."
-            )
-        return cls(spec, kind, m.group(2), base_url=m.group(1))
-    if kind == "anthropic" and rest:
-        return cls(spec, kind, rest)
-    if kind in ("llamacpp", "replay") and rest:
-        return cls(spec, kind, Path(rest).name, path=rest)
-    if kind == "scripted":
-        return cls(spec, kind, Path(rest).name if rest else "scripted", path=rest or None)
-    raise ModelError(f"Unknown model {spec!r}; use {MODEL_FORMS}.")
+    kind, _, text = spec.partition(":")
+    b = BACKENDS.get(kind)
+    fields = spec_fields(b, text) if b else None
+    if fields is None and b and text:
+        raise ModelError(f"Model {spec!r} is not of the form {b.form}, e.g. {b.example}.")
+    if fields is None:
+        raise ModelError(f"Unknown model {spec!r}; use {MODEL_FORMS}.")
+    return cls(spec, kind, **fields)
 
 # %% ../../nbs/models/05a_model_base.ipynb #5e1f0a77
 @lru_cache(maxsize=1024)
@@ -377,15 +367,27 @@ def model_spec(model: str | ModelSpec) -> ModelSpec:
 
 # %% ../../nbs/models/05a_model_base.ipynb #94fdee45
 @patch(as_prop=True)
+def backend(self: ModelSpec):
+    "The row of the backend table (`BACKENDS`) of the spec's kind."
+    return BACKENDS[self.kind]
+
+# %% ../../nbs/models/05a_model_base.ipynb #f898b221158c4f3d8240ea09ec109b84
+@patch(as_prop=True)
 def is_language_model(self: ModelSpec) -> bool:
     "False for the scripted and replay fixtures, whose results are pipeline checks, not a model's."
-    return self.kind not in ("scripted", "replay")
+    return self.backend.fixture is None
 
 # %% ../../nbs/models/05a_model_base.ipynb #97ecf1c6
 @patch(as_prop=True)
 def is_local(self: ModelSpec) -> bool:
     "An OpenAI-compatible server on this machine (priced at $0: it costs no API fees)."
-    return self.kind == "openai" and LOCAL_URL.match(self.base_url) is not None
+    return self.base_url is not None and LOCAL_URL.match(self.base_url) is not None
+
+
+@patch(as_prop=True)
+def is_free(self: ModelSpec) -> bool:
+    "Its model costs nothing: a free backend (llama.cpp in-process, the fixtures) or a server on this machine."
+    return self.backend.free or self.is_local
 
 # %% ../../nbs/models/05a_model_base.ipynb #7a28b208
 @patch(as_prop=True)

@@ -36,9 +36,7 @@ def pipeline_kind(model: str) -> str | None:
         return None  # not a model swecl can run: the results loader reports it
     if spec.is_smoke:
         return "smoke model, not a result"
-    return (
-        None if spec.is_language_model else {"scripted": "scripted fixture", "replay": "replayed recording"}[spec.kind]
-    )
+    return spec.backend.fixture  # "scripted fixture", "replayed recording"; None for a language model
 
 # %% ../../nbs/report/12f_report_pipeline.ipynb #4271e345
 def pipeline_note(model: str | None) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 import statistics
 import textwrap
 from pathlib import Path
@@ -21,9 +20,9 @@ from .runner import attempt_order, cell_tasks, is_model_error
 from .transfer import condition_label
 
 # %% auto #0
-__all__ = ['POOL_FILE', 'TOKENS', 'PRIORS', 'PRIOR_SOURCE', 'LOCAL_URL', 'WIDTH', 'MODEL_WIDTH', 'measure_priors', 'prices',
-           'records', 'observed', 'per_attempt', 'capped', 'done_attempts', 'total', 'settings_lines', 'estimate_cells',
-           'money', 'duration', 'tokens_text', 'estimate_table', 'compact', 'estimate_text']
+__all__ = ['POOL_FILE', 'TOKENS', 'PRIORS', 'PRIOR_SOURCE', 'WIDTH', 'MODEL_WIDTH', 'measure_priors', 'prices', 'records',
+           'observed', 'per_attempt', 'capped', 'done_attempts', 'total', 'settings_lines', 'estimate_cells', 'money',
+           'duration', 'tokens_text', 'estimate_table', 'compact', 'estimate_text']
 
 # %% ../../nbs/runs/11b_estimate.ipynb #a6a8adca
 pd = lazy_module("pandas")
@@ -57,13 +56,10 @@ def measure_priors(path) -> dict:
         for k in PRIORS
     }
 
-# %% ../../nbs/runs/11b_estimate.ipynb #09fbaf44
-LOCAL_URL = re.compile(r"https?://(localhost|127\.|0\.0\.0\.0|\[::1\])")  # as OpenAIModel.local
-
 # %% ../../nbs/runs/11b_estimate.ipynb #7ef58cc3
 def prices(spec: ModelSpec) -> dict | None:
     "USD per million tokens of each kind (`TOKENS`); zeros for offline and local models; None when the price is unknown."
-    if spec.kind in ("scripted", "replay", "llamacpp") or (spec.kind == "openai" and LOCAL_URL.match(spec.base_url)):
+    if spec.is_free:  # the backend's `free` (llama.cpp, the fixtures), or a server on this machine
         return dict.fromkeys(TOKENS, 0.0)
     row = price_of(spec.name)
     return None if row is None else dict(zip(("input", "output", "cache_creation", "cache_read"), row))
@@ -105,7 +101,7 @@ def per_attempt(spec: ModelSpec, out=None) -> dict:
         source = "a scripted or replay model calls no language model: no tokens, no cost; its time is known after a first run"
     if fig.get("cost") is None and p is not None:
         fig["cost"] = sum(fig[k] * p[k] for k in TOKENS) / 1e6
-    if spec.is_local or spec.kind == "llamacpp":
+    if spec.is_free and spec.is_language_model:
         source += "; priced at $0: a model served on this machine costs no API fees"
     return {"cost": None} | fig | {"source": source}
 

@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 from ..base.conditions import BASELINE, CONTENTS, SETTINGS
 from ..memory.leakage import RETEST_MEMORY
+from ..models.backends import FORMS
 
 # %% auto #0
 __all__ = ['MODEL_FORMS_TEXT', 'PLAN_FIELDS', 'PLAN_KEYS', 'BUDGET_KEYS', 'AGENT_KEYS', 'FLAG_KEYS', 'PlanField', 'nested_keys',
@@ -26,9 +27,7 @@ class PlanField(NamedTuple):
     arg: dict = {}  # argparse extras of the flag: metavar, type
 
 # %% ../../nbs/runs/11a0_plan_keys.ipynb #10185d26023b46108eb7d9f57d49d2b3
-MODEL_FORMS_TEXT = (
-    "`anthropic:<model>`, `openai:<base_url>:<model>`, `llamacpp:<path.gguf>`, `replay:<file>`, `scripted[:<file>]`"
-)
+MODEL_FORMS_TEXT = ", ".join(f"`{f}`" for f in FORMS)  # the backend table's forms, as the plan table writes them
 PLAN_FIELDS = (
     PlanField("experiment", "the run's folder under `--out` (one path component)", "required (one-command form: the dataset's name)", "--experiment"),
     PlanField("dataset", "a short name (`swecl list`) or a file", "required", "--dataset"),

@@ -60,7 +60,7 @@ def agent_provenance(name: str) -> dict:
 # %% ../../nbs/runs/11_runner.ipynb #3dd68927
 def model_sha256(spec: ModelSpec) -> str | None:
     "sha256 of a scripted or replay model's file; None for other models (and a scripted model without a file)."
-    if spec.kind in ("scripted", "replay") and spec.path and Path(spec.path).is_file():
+    if not spec.is_language_model and spec.path and Path(spec.path).is_file():
         return sha256_file(spec.path)
     return None
 
