@@ -9,6 +9,7 @@ import importlib
 from dataclasses import dataclass
 
 from .tools import ToolPackage
+from ..base.conditions import MODES, memory_mode
 from ..sandbox.sandboxes import choice_text
 
 # %% auto #0
@@ -66,7 +67,8 @@ def agent_package(name: str):
 
 # %% ../../nbs/agents/15c_registry.ipynb #4da89018
 def memory_refusal(name: str, memory: str) -> str | None:
-    "Why agent `name` cannot run memory condition `memory` (None: it can): `tool` needs a tool channel."
-    if memory == "tool" and "tool" not in agent_row(name).memory:
-        return f"The agent {name} has no memory tool yet; run it with memory none, auto or oracle."
+    "Why agent `name` cannot run memory mode `memory` (None: it can): a mode searched as a tool needs a tool channel."
+    if memory_mode(memory).as_tool and "tool" not in agent_row(name).memory:
+        others = [m.name for m in MODES.values() if not m.as_tool]
+        return f"The agent {name} has no memory tool yet; run it with memory {', '.join(others[:-1])} or {others[-1]}."
     return None
