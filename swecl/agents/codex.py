@@ -139,7 +139,7 @@ def codex_start(task, model, cfg: AgentConfig, t0: float, parts: list, bridge) -
     "swecl's start record: Codex's version, what it was given, and the instructions and first message the model got."
     return {"type": "start", "time": t0, "instance_id": task.instance_id, "model": model.name, "agent": CODEX.name,
             "agent_version": CODEX.version, "config": cfg.__dict__, "system": bridge.system, "prompt": parts,
-            "tools": None, "model_message": bridge.first_message}  # fmt: skip
+            "tools": bridge.tools, "model_message": bridge.first_message}  # fmt: skip
 
 # %% ../../nbs/agents/15g_codex.ipynb #7f82e313
 def run_codex(task, session, model, config=None, memory_context=None, trajectory=None, extra_tools=None,

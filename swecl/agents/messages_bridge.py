@@ -18,9 +18,9 @@ from .external import model_endpoint
 from ..sandbox.egress import MAX_BODY
 
 # %% auto #0
-__all__ = ['STOP_REASONS', 'block_text', 'tool_choice', 'chat_messages', 'chat_request', 'tool_input', 'message_response', 'sse',
-           'message_events', 'message_answer', 'anthropic_error', 'Upstream', 'chat_answer', 'bridged', 'answer',
-           'reply', 'BridgeHandler', 'MessagesBridge']
+__all__ = ['STOP_REASONS', 'block_text', 'tool_choice', 'tool_names', 'chat_messages', 'chat_request', 'tool_input',
+           'message_response', 'sse', 'message_events', 'message_answer', 'anthropic_error', 'Upstream', 'chat_answer',
+           'bridged', 'answer', 'reply', 'BridgeHandler', 'MessagesBridge']
 
 # %% ../../nbs/agents/15d_messages_bridge.ipynb #e85bf772
 def block_text(content) -> str:
@@ -37,6 +37,19 @@ def tool_choice(choice: dict | None):
     if kind == "tool":
         return {"type": "function", "function": {"name": choice.get("name", "")}}
     return {"auto": "auto", "any": "required", "none": "none"}.get(kind)
+
+# %% ../../nbs/agents/15d_messages_bridge.ipynb #7d3a1669
+def tool_names(tools) -> list | None:
+    "The names of the tools a request offers (a namespace's as `namespace.name`, a built-in by its type); None: no list."
+    if not isinstance(tools, list):
+        return None
+    out = []
+    for t in (t for t in tools if isinstance(t, dict)):
+        if isinstance(t.get("tools"), list):
+            out += [f"{t.get('name')}.{n}" for n in tool_names(t["tools"])]
+        elif isinstance(t.get("name") or t.get("type"), str):
+            out.append(t.get("name") or t.get("type"))
+    return out
 
 # %% ../../nbs/agents/15d_messages_bridge.ipynb #81796085
 def chat_messages(m: dict) -> list:
@@ -239,8 +252,8 @@ class MessagesBridge:
     def __init__(self, upstream: str, model: str, headers: dict | None = None, timeout: float = 600,
                  max_tokens: int | None = None, choice: str | None = None, extra: dict | None = None):  # fmt: skip
         self.upstream = Upstream(upstream, model, dict(headers or {}), timeout, max_tokens, choice, extra)
-        # requests answered; the first request's system prompt and first message (what the model was given)
-        self.calls, self.system, self.first_message = 0, None, None
+        # requests answered; the first request's system prompt, first message and tools (what the model was given)
+        self.calls, self.system, self.first_message, self.tools = 0, None, None, None
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), BridgeHandler)
         self.server.bridge = self
         self.url = f"http://127.0.0.1:{self.server.server_port}"
@@ -257,12 +270,13 @@ class MessagesBridge:
         return answer(path, req, self.upstream)
 
     def note(self, req: dict):
-        "Keep the first request's system prompt and first message."
+        "Keep the first request's system prompt, first message and the names of its tools."
         msgs = req.get("messages")
         first = msgs[0] if isinstance(msgs, list) and msgs and isinstance(msgs[0], dict) else {}
         if self.system is None and isinstance(req.get("system"), (str, list)):
             self.system = block_text([b for b in req["system"] if isinstance(b, dict)] if isinstance(req["system"], list) else req["system"])  # fmt: skip
             self.first_message = block_text(first.get("content") if isinstance(first.get("content"), str) else [b for b in first.get("content") or [] if isinstance(b, dict)])  # fmt: skip
+            self.tools = tool_names(req.get("tools"))
 
     def __enter__(self):
         return self

@@ -11,7 +11,7 @@ import urllib.error
 import urllib.parse
 import uuid
 
-from .messages_bridge import MessagesBridge, Upstream, block_text, bridged, tool_choice
+from .messages_bridge import MessagesBridge, Upstream, block_text, bridged, tool_choice, tool_names
 
 # %% auto #0
 __all__ = ['ROLES', 'item_text', 'chat_call', 'input_messages', 'function_tools', 'asked_choice', 'responses_chat',
@@ -169,3 +169,4 @@ class ResponsesBridge(MessagesBridge):
             given = req.get("instructions") if isinstance(req.get("instructions"), str) else ""
             self.system = "\n\n".join([given] + [m["content"] for m in msgs if m["role"] == "system"]).strip()
             self.first_message = "\n\n".join(m["content"] for m in msgs if m["role"] == "user") or None
+            self.tools = tool_names(req.get("tools"))
