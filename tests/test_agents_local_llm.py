@@ -14,7 +14,10 @@ from swecl.agent.agent import AgentConfig, read_trajectory
 from swecl.agents.claude_code import CLAUDE_CODE, run_claude_code
 from swecl.agents.codex import CODEX, run_codex
 from swecl.agents.mini_swe_agent import run_mini_swe_agent
+from swecl.agents.tool_service import SERVER_NAME
+from swecl.base.schema import Experience
 from swecl.grading.grading import grade
+from swecl.memory.memory import HashingEmbedder, Memory, MemorySetting, MemoryStore
 from swecl.models.local_llm import LocalServer, missing_packages
 from swecl.models.models import make_model
 from swecl.sandbox.sandbox import LocalSandbox
@@ -155,3 +158,31 @@ def test_codex_runs_in_the_sandbox_against_the_local_model(server, channel, memo
         f"codex, channel={channel}, memory={'yes' if memory else 'no'}: {res.exit_reason}, {res.steps} calls, "
         f"{res.usage}, {res.seconds:.0f} s, ran {[r['arguments'].get('command') for r in ran]}, patch {len(res.patch)} bytes"
     )
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_the_memory_tool_reaches_an_external_agent_by_mcp(server, agent, tmp_path):
+    """The tool condition: the agent starts swecl's MCP server in the sandbox, the model is offered search_memory, the
+    experience is not in the prompt, and every call the agent made is one the memory recorded."""
+    mini = load_mini()
+    task, sb = mini.task("swecl-mini__textkit-1"), LocalSandbox([mini.metadata["mirror"]])
+    store = MemoryStore(None, HashingEmbedder())
+    store.add([Experience("old-1", task.repo, "wrap breaks a long word", summary=EXPERIENCE, success=True)])
+    mem, traj = Memory(MemorySetting("tool"), store), tmp_path / "t.jsonl"
+    run_agent_ = {"claude-code": run_claude_code, "codex": run_codex}[agent]
+    with sb.open(task) as s:
+        res = run_agent_(task, s, make_model(server.model), AgentConfig(max_steps=3, max_seconds=900), None, traj,
+                         [mem.tool(task)])  # fmt: skip
+    recs = read_trajectory(traj)
+    start, steps = recs[0], [r for r in recs if r["type"] == "step"]
+    offered = [t for t in start["tools"] or [] if t.endswith("search_memory")]  # Claude's init line; Codex's request
+    assert offered and SERVER_NAME in offered[0], start["tools"]
+    assert EXPERIENCE not in (start["model_message"] or "") and res.usage.input > 0, start["model_message"]
+    called = [r for st in steps for r in st["results"] if r["tool"].endswith("search_memory")]
+    assert len(called) == len(mem.tool_hits), (called, mem.tool_hits)  # each call the agent made, recorded
+    g = grade(task, res.patch, sb)
+    assert g.error is None and not g.resolved, g
+    print(f"{agent}, memory tool: offered {offered}, {len(called)} calls of it, {res.exit_reason}, {res.steps} model "
+          f"calls, {res.usage}, {res.seconds:.0f} s")  # fmt: skip

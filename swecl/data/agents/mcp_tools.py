@@ -9,7 +9,7 @@ import socket
 import sys
 
 PROTOCOL = "2025-06-18"  # answered when the client names none
-MAX_ANSWER = 1 << 20  # bytes read back from the host; the host sends less
+MAX_ANSWER = 8 << 20  # bytes read back from the host: its answer is ASCII JSON of at most 256 K characters
 
 
 def host_call(folder, name, arguments):
@@ -18,14 +18,14 @@ def host_call(folder, name, arguments):
     s.settimeout(300)
     try:
         s.connect(folder + "/tools.sock")
-        s.sendall(json.dumps({"name": name, "arguments": arguments}).encode() + b"\n")
+        s.sendall(json.dumps({"name": name, "arguments": arguments}).encode("utf-8") + b"\n")
         data = b""
-        while len(data) <= MAX_ANSWER:
+        while b"\n" not in data and len(data) <= MAX_ANSWER:
             chunk = s.recv(1 << 16)
             if not chunk:
                 break
             data += chunk
-        got = json.loads(data.decode())
+        got = json.loads(data.partition(b"\n")[0].decode("utf-8"))
         return {"text": str(got["text"]), "error": bool(got["error"])}
     except (OSError, ValueError, KeyError, TypeError) as e:
         return {"text": "the tool service did not answer (%s)" % type(e).__name__, "error": True}
@@ -66,15 +66,16 @@ def answer(line, tools, folder):
 
 
 def main(folder):
-    with open(folder + "/tools.json") as f:
-        tools = json.load(f)
-    for line in sys.stdin:
+    with open(folder + "/tools.json", "rb") as f:
+        tools = json.loads(f.read().decode("utf-8"))
+    for raw in sys.stdin.buffer:  # MCP's stdio is UTF-8, whatever the locale or PYTHONIOENCODING say
+        line = raw.decode("utf-8", "replace")
         if not line.strip():
             continue
         out = answer(line, tools, folder)
         if out is not None:
-            sys.stdout.write(json.dumps(out) + "\n")
-            sys.stdout.flush()
+            sys.stdout.buffer.write((json.dumps(out) + "\n").encode("utf-8"))
+            sys.stdout.buffer.flush()
 
 
 if __name__ == "__main__":
