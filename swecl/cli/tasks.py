@@ -378,7 +378,7 @@ SOLVE_ARGS = (
         help="seconds each command in the sandbox may run, tests included" + TIMEOUT_DEFAULT,
     ),
     arg("--compat", action="store_true", help=COMPAT_HELP),
-    arg("--max-steps", type="positive", default=40, help="the agent's budget of model calls"),
+    arg("--max-steps", type="positive", default=agent.AgentConfig.max_steps, help="the agent's budget of model calls"),
     arg("--max-cost", type="amount", help="dollars"),
     arg("--max-seconds", type="seconds", help="the agent's wall-time budget in seconds"),
     arg("--single-shot", action="store_true", help="one prompt (Appendix A), one diff"),
