@@ -51,11 +51,14 @@ def stop_status() -> int | None:
 # %% ../../nbs/base/00d_stop.ipynb #40c96096
 @contextmanager
 def stop_handlers():
-    "Within: SIGINT and SIGTERM are recorded and raised (`on_stop_signal`); after: the handlers before, and no record."
+    """Within: SIGINT and SIGTERM are recorded and raised (`on_stop_signal`); after: the handlers before, and no record.
+    Yields a list that holds, once the block is left, every signal it recorded, those that came as it was left too (a
+    signal there is only recorded, so the caller can still end with its status)."""
+    seen = []
     if (
         threading.current_thread() is not threading.main_thread() or DEPTH
     ):  # signals are the main thread's; nested: the outer's
-        yield
+        yield seen
         return
     # a signal the process was started ignoring (nohup, a background job) stays ignored
     before = {s: h for s in STOP_SIGNALS if (h := signal.getsignal(s)) is not signal.SIG_IGN}
@@ -71,7 +74,7 @@ def stop_handlers():
         for s in before:
             signal.signal(s, on_stop_signal)
         sys.unraisablehook = swallowed
-        yield
+        yield seen
     finally:
         for s in before:  # a signal now is only recorded: the restoring below cannot be cut short
             signal.signal(s, lambda n, f: REQUESTED.append(n))
@@ -79,4 +82,5 @@ def stop_handlers():
         for s, h in before.items():
             signal.signal(s, h)
         DEPTH.clear()
+        seen.extend(REQUESTED)
         REQUESTED.clear()

@@ -266,11 +266,12 @@ def dispatch(commands: list, argv=None) -> int:
         p.print_help()
         return 2
     quiet_logging()
-    with stop_handlers():  # SIGINT and SIGTERM recorded: a stop swallowed on the way still ends the command
+    with stop_handlers() as asked:  # SIGINT and SIGTERM recorded: a stop swallowed on the way still ends the command
         try:
-            return run_command(a)
+            status = run_command(a)
         except KeyboardInterrupt:  # a second Ctrl-C while the first one's line is printed
-            return stop_status() or 130
+            status = stop_status() or 130
+    return 128 + asked[-1] if asked and status == 0 else status  # a signal as the command ended still shows
 
 # %% ../../nbs/cli/13a_cli_base.ipynb #6ca6d185
 def run_command(a) -> int:
