@@ -14,12 +14,18 @@ import uuid
 from .messages_bridge import MessagesBridge, Upstream, block_text, bridged, tool_choice, tool_names
 
 # %% auto #0
-__all__ = ['ROLES', 'item_text', 'chat_call', 'input_messages', 'function_tools', 'asked_choice', 'responses_chat',
-           'output_items', 'response_object', 'text_events', 'item_events', 'response_events', 'response_answer',
-           'openai_error', 'answer_responses', 'ResponsesBridge']
+__all__ = ['ROLES', 'NAMESPACE_JOIN', 'flat_name', 'item_text', 'chat_call', 'input_messages', 'function_tools', 'namespaced',
+           'asked_choice', 'responses_chat', 'output_items', 'response_object', 'text_events', 'item_events',
+           'response_events', 'response_answer', 'openai_error', 'answer_responses', 'ResponsesBridge']
 
 # %% ../../nbs/agents/15f_responses_bridge.ipynb #71c4e318
 ROLES = {"developer": "system", "system": "system", "user": "user", "assistant": "assistant"}
+NAMESPACE_JOIN = "__"  # mcp__swecl + __ + search_memory: Claude Code's own spelling of an MCP server's tool
+
+
+def flat_name(namespace: str, name: str) -> str:
+    "A namespace's tool under one name a chat model can call."
+    return f"{namespace}{NAMESPACE_JOIN}{name}"
 
 
 def item_text(content) -> str:
@@ -31,9 +37,11 @@ def item_text(content) -> str:
 
 # %% ../../nbs/agents/15f_responses_bridge.ipynb #cf6d9650
 def chat_call(it: dict) -> dict:
-    "The chat tool call of a `function_call` item."
-    return {"id": it.get("call_id", ""), "type": "function",
-            "function": {"name": it.get("name", ""), "arguments": it.get("arguments") or "{}"}}  # fmt: skip
+    "The chat tool call of a `function_call` item (a namespace's tool under its flat name, `flat_name`)."
+    name = (
+        flat_name(it["namespace"], it.get("name", "")) if isinstance(it.get("namespace"), str) else it.get("name", "")
+    )
+    return {"id": it.get("call_id", ""), "type": "function", "function": {"name": name, "arguments": it.get("arguments") or "{}"}}  # fmt: skip
 
 # %% ../../nbs/agents/15f_responses_bridge.ipynb #3295e609
 def input_messages(items) -> list:
@@ -54,11 +62,24 @@ def input_messages(items) -> list:
     return out
 
 # %% ../../nbs/agents/15f_responses_bridge.ipynb #6c6fc313
-def function_tools(tools) -> list:
-    "The chat tools of a request's function tools (others have no chat form)."
-    return [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
-             "parameters": t.get("parameters") or {"type": "object"}}}
-            for t in tools or [] if isinstance(t, dict) and t.get("type") == "function" and "name" in t]  # fmt: skip
+def function_tools(tools, namespace: str | None = None) -> list:
+    """The chat tools of a request's function tools, a namespace's among them (Codex puts each MCP server's tools in
+    one: `mcp__swecl` holds `search_memory`) under their flat names; others have no chat form."""
+    out = []
+    for t in (t for t in tools or [] if isinstance(t, dict) and isinstance(t.get("name"), str)):
+        if t.get("type") == "namespace" and namespace is None:
+            out += function_tools(t.get("tools") if isinstance(t.get("tools"), list) else [], t["name"])
+        elif t.get("type") == "function":
+            out.append({"type": "function", "function": {"name": flat_name(namespace, t["name"]) if namespace else t["name"],
+                        "description": t.get("description", ""), "parameters": t.get("parameters") or {"type": "object"}}})  # fmt: skip
+    return out
+
+
+def namespaced(tools) -> dict:
+    "A request's namespaced tools: flat name -> (namespace, name), so an answer's call can say which it is."
+    return {flat_name(t["name"], f["name"]): (t["name"], f["name"]) for t in tools or [] if isinstance(t, dict)
+            and t.get("type") == "namespace" and isinstance(t.get("name"), str) and isinstance(t.get("tools"), list)
+            for f in t["tools"] if isinstance(f, dict) and isinstance(f.get("name"), str)}  # fmt: skip
 
 
 def asked_choice(given):
@@ -79,8 +100,9 @@ def responses_chat(req: dict, model: str, max_tokens: int | None = None, choice:
     return out | {k: req[k] for k in ("temperature", "top_p") if req.get(k) is not None}
 
 # %% ../../nbs/agents/15f_responses_bridge.ipynb #f31e8aa7
-def output_items(msg: dict) -> list:
-    "The output items of a chat answer's message: its text as a `message`, its tool calls as `function_call`s."
+def output_items(msg: dict, spaced: dict | None = None) -> list:
+    """The output items of a chat answer's message: its text as a `message`, its tool calls as `function_call`s (a
+    call of a namespace's tool, `spaced` from `namespaced`, by its own name and its namespace, as Codex reads it)."""
     out = []
     if msg.get("content"):
         out.append({"type": "message", "id": f"msg_{uuid.uuid4().hex[:24]}", "role": "assistant", "status": "completed",
@@ -89,15 +111,17 @@ def output_items(msg: dict) -> list:
         f = c.get("function") or {}
         out.append({"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:24]}", "call_id": c.get("id") or f"call_{uuid.uuid4().hex[:12]}",
                     "name": f.get("name", ""), "arguments": f.get("arguments") or "{}", "status": "completed"})  # fmt: skip
+        if (space := (spaced or {}).get(f.get("name"))) is not None:
+            out[-1] |= {"namespace": space[0], "name": space[1]}
     return out
 
 # %% ../../nbs/agents/15f_responses_bridge.ipynb #d898f839
-def response_object(chat: dict, model: str) -> dict:
-    "The Response of a chat completion: its output items and its usage."
+def response_object(chat: dict, model: str, spaced: dict | None = None) -> dict:
+    "The Response of a chat completion: its output items (`spaced`: as `output_items`) and its usage."
     msg, usage = ((chat.get("choices") or [{}])[0] or {}).get("message") or {}, chat.get("usage") or {}
     n_in, n_out = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
     return {"id": f"resp_{uuid.uuid4().hex[:24]}", "object": "response", "created_at": int(time.time()),
-            "status": "completed", "model": model, "output": output_items(msg),
+            "status": "completed", "model": model, "output": output_items(msg, spaced),
             "usage": {"input_tokens": n_in, "output_tokens": n_out, "total_tokens": n_in + n_out,
                       "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}  # fmt: skip
 
@@ -151,7 +175,9 @@ def answer_responses(path: str, req: dict, up: Upstream) -> tuple[int, bytes, st
         up,
         req,
         translate,
-        lambda chat: response_answer(response_object(chat, req.get("model") or up.model), req),
+        lambda chat: response_answer(
+            response_object(chat, req.get("model") or up.model, namespaced(req.get("tools"))), req
+        ),
         openai_error,
     )
 
