@@ -9,15 +9,14 @@ import sys
 
 import pytest
 from conftest import ROOT, run
+from test_agents_mcp import AGENT_RUNS, tool_memory
 
 from swecl.agent.agent import AgentConfig, read_trajectory
 from swecl.agents.claude_code import CLAUDE_CODE, run_claude_code
 from swecl.agents.codex import CODEX, run_codex
 from swecl.agents.mini_swe_agent import run_mini_swe_agent
 from swecl.agents.tool_service import SERVER_NAME
-from swecl.base.schema import Experience
 from swecl.grading.grading import grade
-from swecl.memory.memory import HashingEmbedder, Memory, MemorySetting, MemoryStore
 from swecl.models.local_llm import LocalServer, missing_packages
 from swecl.models.models import make_model
 from swecl.sandbox.sandbox import LocalSandbox
@@ -168,10 +167,7 @@ def test_the_memory_tool_reaches_an_external_agent_by_mcp(server, agent, tmp_pat
     experience is not in the prompt, and every call the agent made is one the memory recorded."""
     mini = load_mini()
     task, sb = mini.task("swecl-mini__textkit-1"), LocalSandbox([mini.metadata["mirror"]])
-    store = MemoryStore(None, HashingEmbedder())
-    store.add([Experience("old-1", task.repo, "wrap breaks a long word", summary=EXPERIENCE, success=True)])
-    mem, traj = Memory(MemorySetting("tool"), store), tmp_path / "t.jsonl"
-    run_agent_ = {"claude-code": run_claude_code, "codex": run_codex}[agent]
+    mem, traj, run_agent_ = tool_memory(task, EXPERIENCE), tmp_path / "t.jsonl", AGENT_RUNS[agent]
     with sb.open(task) as s:
         res = run_agent_(task, s, make_model(server.model), AgentConfig(max_steps=3, max_seconds=900), None, traj,
                          [mem.tool(task)])  # fmt: skip

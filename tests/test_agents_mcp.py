@@ -54,6 +54,16 @@ class ScriptedChat(http.server.BaseHTTPRequestHandler):
         pass
 
 
+AGENT_RUNS = {"claude-code": run_claude_code, "codex": run_codex}  # the agents that take swecl's tools by MCP
+
+
+def tool_memory(task, text: str = EXPERIENCE) -> Memory:
+    "A tool-condition memory holding one experience of `task`'s repository (`text`), to be searched by the agent."
+    store = MemoryStore(None, HashingEmbedder())
+    store.add([Experience("old-1", task.repo, "wrap breaks a long word", summary=text, success=True)])
+    return Memory(MemorySetting("tool"), store)
+
+
 @pytest.fixture
 def scripted():
     ScriptedChat.requests = []
@@ -70,10 +80,7 @@ def scripted():
 def test_an_external_agent_searches_swecl_memory_by_mcp(scripted, agent, tmp_path):
     mini = load_mini()
     task, sb = mini.task("swecl-mini__textkit-1"), LocalSandbox([mini.metadata["mirror"]])
-    store = MemoryStore(None, HashingEmbedder())
-    store.add([Experience("old-1", task.repo, "wrap breaks a long word", summary=EXPERIENCE, success=True)])
-    mem, traj = Memory(MemorySetting("tool"), store), tmp_path / "t.jsonl"
-    run = {"claude-code": run_claude_code, "codex": run_codex}[agent]
+    mem, traj, run = tool_memory(task), tmp_path / "t.jsonl", AGENT_RUNS[agent]
     with sb.open(task) as s:
         res = run(
             task, s, make_model(scripted), AgentConfig(max_steps=4, max_seconds=600), None, traj, [mem.tool(task)]
