@@ -343,6 +343,8 @@ class Opening:
     system: str = ""
     issue: str = ""
     memory: str = ""  # every text of the first message before the task prompt; "" without memory in the prompt
+    model_message: str = ""  # an external agent's first message as the model got it (its own wrapping, context files)
+    tools: tuple = ()  # the names of the tools the agent offered the model
 
 # %% ../../nbs/report/12c_trajectory.ipynb #ed472958
 def prompt_texts(start: dict | None) -> list:
@@ -363,7 +365,9 @@ def opening(a: Attempt) -> Opening | None:
     if a.start is None:
         return None
     texts = prompt_texts(a.start)
-    return Opening(a.start.get("system") or "", texts[-1] if texts else "", "\n\n".join(texts[:-1]))
+    offered = a.start.get("tools")
+    return Opening(a.start.get("system") or "", texts[-1] if texts else "", "\n\n".join(texts[:-1]),
+                   str(a.start.get("model_message") or ""), tuple(str(t.get("name") if isinstance(t, dict) else t) for t in offered) if isinstance(offered, list) else ())  # fmt: skip
 
 # %% ../../nbs/report/12c_trajectory.ipynb #34b5aa23
 def _retrieved_pairs(retrieved) -> list:

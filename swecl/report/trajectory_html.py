@@ -66,6 +66,8 @@ PAGE_OPENING = """{% if opening %}<h2>what the agent was given</h2>
 {% endfor %}{% elif opening.memory %}<details open><summary>memory block</summary><pre>{{ opening.memory }}</pre></details>
 {% endif %}
 <details open><summary>the issue as the agent got it</summary><pre>{{ opening.issue }}</pre></details>
+{% if opening.model_message %}<details><summary>the first message as the model got it ({{ opening.model_message.splitlines() | length }} lines: the agent's own wrapping, its context files in it)</summary><pre>{{ opening.model_message }}</pre></details>{% endif %}
+{% if opening.tools %}<p class="meta">tools offered to the model: {{ opening.tools | join(", ") }}</p>{% endif %}
 {% endif %}
 """
 
