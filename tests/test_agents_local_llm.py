@@ -105,7 +105,8 @@ def test_claude_code_runs_in_the_sandbox_against_the_local_model(server, channel
 @pytest.mark.llm
 @pytest.mark.slow
 @pytest.mark.parametrize("agent,package", [("mini-swe-agent", "pypi:mini-swe-agent==2.4.6"),
-                                           ("claude-code", f"npm:{CLAUDE_CODE.name}=={CLAUDE_CODE.version}")])  # fmt: skip
+                                           ("claude-code", f"npm:{CLAUDE_CODE.name}=={CLAUDE_CODE.version}"),
+                                           ("codex", f"npm:{CODEX.name}=={CODEX.version}")])  # fmt: skip
 def test_swecl_run_with_an_external_agent(tmp_path, swecl_bin, agent, package):
     "The runner's path: `swecl run --agent AGENT` on the mini task, both memory conditions, recorded and graded."
     if missing_packages():
