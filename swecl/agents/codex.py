@@ -23,7 +23,7 @@ from swecl.agents.external import (
     sandbox_seconds,
 )
 from .messages_bridge import block_text
-from .responses_bridge import ResponsesBridge
+from .responses_bridge import ResponsesBridge, flat_name
 from .tool_service import ToolService, codex_mcp_args, served
 from .tools import ToolPackage, install_tools
 from ..base.core import SandboxError
@@ -101,12 +101,10 @@ def item_result(item: dict) -> dict:
     if item.get("type") == "command_execution":
         return {"tool": "exec_command", "arguments": {"command": str(item.get("command"))},
                 "output": str(item.get("aggregated_output") or ""), "error": item.get("exit_code") != 0}  # fmt: skip
-    if (
-        item.get("type") == "mcp_tool_call"
-    ):  # an MCP server's tool (swecl's search_memory): named as Claude Code names it
+    if item.get("type") == "mcp_tool_call":  # an MCP server's tool, named as the bridge named it for the model
         result = item.get("result") if isinstance(item.get("result"), dict) else {}
         text = block_text([b for b in result.get("content") or [] if isinstance(b, dict)]) if isinstance(result.get("content"), list) else ""  # fmt: skip
-        return {"tool": f"mcp__{item.get('server')}__{item.get('tool')}", "arguments": item.get("arguments") or {},
+        return {"tool": flat_name(f"mcp__{item.get('server')}", str(item.get("tool"))), "arguments": item.get("arguments") or {},
                 "output": text or str(item.get("error") or ""), "error": item.get("status") == "failed" or bool(item.get("error"))}  # fmt: skip
     rest = {k: v for k, v in item.items() if k not in ("id", "type", "status")}
     return {"tool": str(item.get("type")), "arguments": rest, "output": "", "error": item.get("status") == "failed"}

@@ -19,7 +19,7 @@ from ..sandbox.egress import MAX_BODY
 
 # %% auto #0
 __all__ = ['STOP_REASONS', 'block_text', 'tool_choice', 'tool_names', 'chat_messages', 'chat_request', 'tool_input',
-           'message_response', 'sse', 'message_events', 'message_answer', 'anthropic_error', 'Upstream', 'chat_answer',
+           'message_response', 'sse', 'message_events', 'streamed_answer', 'anthropic_error', 'Upstream', 'chat_answer',
            'bridged', 'answer', 'reply', 'BridgeHandler', 'MessagesBridge']
 
 # %% ../../nbs/agents/15d_messages_bridge.ipynb #e85bf772
@@ -145,9 +145,9 @@ def message_events(msg: dict) -> bytes:
     return out + sse("message_stop", {"type": "message_stop"})
 
 # %% ../../nbs/agents/15d_messages_bridge.ipynb #261fc79c
-def message_answer(msg: dict, req: dict) -> tuple[int, bytes, str]:
-    "(status, body, content type) of a Messages answer: its events when the request asked for a stream, else its JSON."
-    return (200, message_events(msg), "text/event-stream") if req.get("stream") else (200, json.dumps(msg).encode(), "application/json")  # fmt: skip
+def streamed_answer(answer: dict, req: dict, events) -> tuple[int, bytes, str]:
+    "(status, body, content type) of a bridge's answer: `events(answer)` when the request asked for a stream, else its JSON."
+    return (200, events(answer), "text/event-stream") if req.get("stream") else (200, json.dumps(answer).encode(), "application/json")  # fmt: skip
 
 # %% ../../nbs/agents/15d_messages_bridge.ipynb #501ef79b
 def anthropic_error(status: int, message: str) -> tuple[int, bytes]:
@@ -207,7 +207,7 @@ def answer(path: str, req: dict, up: Upstream) -> tuple[int, bytes, str]:
         up,
         req,
         translate,
-        lambda chat: message_answer(message_response(chat, req.get("model") or up.model), req),
+        lambda chat: streamed_answer(message_response(chat, req.get("model") or up.model), req, message_events),
         error,
     )
 

@@ -11,12 +11,20 @@ import urllib.error
 import urllib.parse
 import uuid
 
-from .messages_bridge import MessagesBridge, Upstream, block_text, bridged, tool_choice, tool_names
+from swecl.agents.messages_bridge import (
+    MessagesBridge,
+    Upstream,
+    block_text,
+    bridged,
+    streamed_answer,
+    tool_choice,
+    tool_names,
+)
 
 # %% auto #0
-__all__ = ['ROLES', 'NAMESPACE_JOIN', 'flat_name', 'item_text', 'chat_call', 'input_messages', 'function_tools', 'namespaced',
-           'asked_choice', 'responses_chat', 'output_items', 'response_object', 'text_events', 'item_events',
-           'response_events', 'response_answer', 'openai_error', 'answer_responses', 'ResponsesBridge']
+__all__ = ['ROLES', 'NAMESPACE_JOIN', 'flat_name', 'item_text', 'chat_call', 'input_messages', 'offered_functions',
+           'function_tools', 'namespaced', 'asked_choice', 'responses_chat', 'output_items', 'response_object',
+           'text_events', 'item_events', 'response_events', 'openai_error', 'answer_responses', 'ResponsesBridge']
 
 # %% ../../nbs/agents/15f_responses_bridge.ipynb #71c4e318
 ROLES = {"developer": "system", "system": "system", "user": "user", "assistant": "assistant"}
@@ -62,24 +70,28 @@ def input_messages(items) -> list:
     return out
 
 # %% ../../nbs/agents/15f_responses_bridge.ipynb #6c6fc313
-def function_tools(tools, namespace: str | None = None) -> list:
-    """The chat tools of a request's function tools, a namespace's among them (Codex puts each MCP server's tools in
-    one: `mcp__swecl` holds `search_memory`) under their flat names; others have no chat form."""
+def offered_functions(tools, namespace: str | None = None) -> list:
+    """(namespace or None, function tool) of each function a request offers, a namespace's among them (Codex puts each
+    MCP server's tools in one: `mcp__swecl` holds `search_memory`); other tools have no chat form."""
     out = []
     for t in (t for t in tools or [] if isinstance(t, dict) and isinstance(t.get("name"), str)):
         if t.get("type") == "namespace" and namespace is None:
-            out += function_tools(t.get("tools") if isinstance(t.get("tools"), list) else [], t["name"])
+            out += offered_functions(t.get("tools") if isinstance(t.get("tools"), list) else [], t["name"])
         elif t.get("type") == "function":
-            out.append({"type": "function", "function": {"name": flat_name(namespace, t["name"]) if namespace else t["name"],
-                        "description": t.get("description", ""), "parameters": t.get("parameters") or {"type": "object"}}})  # fmt: skip
+            out.append((namespace, t))
     return out
 
 
+def function_tools(tools) -> list:
+    "The chat tools of a request's functions (`offered_functions`), a namespace's under their flat names."
+    return [{"type": "function", "function": {"name": flat_name(ns, t["name"]) if ns else t["name"],
+             "description": t.get("description", ""), "parameters": t.get("parameters") or {"type": "object"}}}
+            for ns, t in offered_functions(tools)]  # fmt: skip
+
+
 def namespaced(tools) -> dict:
-    "A request's namespaced tools: flat name -> (namespace, name), so an answer's call can say which it is."
-    return {flat_name(t["name"], f["name"]): (t["name"], f["name"]) for t in tools or [] if isinstance(t, dict)
-            and t.get("type") == "namespace" and isinstance(t.get("name"), str) and isinstance(t.get("tools"), list)
-            for f in t["tools"] if isinstance(f, dict) and isinstance(f.get("name"), str)}  # fmt: skip
+    "A request's namespaced functions: flat name -> (namespace, name), so an answer's call can say which it is."
+    return {flat_name(ns, t["name"]): (ns, t["name"]) for ns, t in offered_functions(tools) if ns}
 
 
 def asked_choice(given):
@@ -151,11 +163,6 @@ def response_events(resp: dict) -> bytes:
     return b"".join(f"event: {k}\ndata: {json.dumps({'type': k, 'sequence_number': n, **d})}\n\n".encode()
                     for n, (k, d) in enumerate(events))  # fmt: skip
 
-# %% ../../nbs/agents/15f_responses_bridge.ipynb #896131ae
-def response_answer(resp: dict, req: dict) -> tuple[int, bytes, str]:
-    "(status, body, content type) of a Response: its events when the request asked for a stream, else its JSON."
-    return (200, response_events(resp), "text/event-stream") if req.get("stream") else (200, json.dumps(resp).encode(), "application/json")  # fmt: skip
-
 # %% ../../nbs/agents/15f_responses_bridge.ipynb #649a183a
 def openai_error(status: int, message: str, kind: str = "server_error") -> tuple[int, bytes, str]:
     "(status, body, content type) of an error in OpenAI's shape."
@@ -175,8 +182,8 @@ def answer_responses(path: str, req: dict, up: Upstream) -> tuple[int, bytes, st
         up,
         req,
         translate,
-        lambda chat: response_answer(
-            response_object(chat, req.get("model") or up.model, namespaced(req.get("tools"))), req
+        lambda chat: streamed_answer(
+            response_object(chat, req.get("model") or up.model, namespaced(req.get("tools"))), req, response_events
         ),
         openai_error,
     )

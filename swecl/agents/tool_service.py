@@ -46,7 +46,7 @@ def argument_refusal(tool: Tool, args) -> str | None:
         return f"{tool.name} needs the argument {missing[0]!r}"
     for k, v in args.items():
         want = JSON_TYPES.get(props[k].get("type"), object)
-        if not isinstance(v, want) or (isinstance(v, bool) and want is not bool and bool not in (want if isinstance(want, tuple) else ())):  # fmt: skip
+        if not isinstance(v, want) or (isinstance(v, bool) and want is not bool):  # JSON's true is no number
             return f"the argument {k!r} of {tool.name} is not a {props[k].get('type')}"
     return None
 
@@ -163,13 +163,11 @@ def admit(self: ToolService) -> bool:
 def serve(self: ToolService, conn):
     "One admitted connection: one call read, answered (past `MAX_CALLS`, refused unread), the answer sent; `calls` gets (tool, error)."
     try:
-        if len(self.calls) >= MAX_CALLS:  # counted, not kept: the list stays bounded
-            got = {"text": f"the tools answer {MAX_CALLS} calls in a run; no more", "error": True}
-            with self.lock:
-                self.refused += 1
-        else:
-            line = read_call(conn)
-            with self.lock:  # one at a time: a Memory's tool records its hits in order
+        line = None if len(self.calls) >= MAX_CALLS else read_call(conn)  # past MAX_CALLS: refused unread
+        with self.lock:  # one at a time: a Memory's tool records its hits in order
+            if len(self.calls) >= MAX_CALLS:  # here too, under the lock: two calls cannot both take the last place
+                got, self.refused = {"text": f"the tools answer {MAX_CALLS} calls in a run; no more", "error": True}, self.refused + 1  # fmt: skip
+            else:
                 too_long = {"text": f"a call is one line of at most {MAX_REQUEST >> 10} KB", "error": True}
                 got = too_long if line is None else tool_answer(self.tools, line)
                 self.calls.append((called_name(line or b""), got["error"]))
